@@ -1,0 +1,24 @@
+# shellcheck shell=bash
+# Common settings for the test-kernel tooling. Sourced, not run.
+
+# Where built kernels, the bindgen binary and VM artefacts are cached: outside the repo.
+NVPM_CACHE=${NVPM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nv_peer_mem-rs}
+# Kernel line to build: "7" (newest linux-source-7.*) or "6.12" (LTS).
+KLINE=${KLINE:-7}
+
+LLVM_DIR=/usr/lib/llvm-19
+TOOLS_DIR=$NVPM_CACHE/tools
+BINDGEN=$TOOLS_DIR/bin/bindgen
+HOST_RUSTC=/usr/bin/rustc
+HOST_RUSTFMT=/usr/bin/rustfmt
+HOST_CLIPPY=/usr/bin/clippy-driver
+export LIBCLANG_PATH=$LLVM_DIR/lib
+
+# make(1) arguments for building against a test kernel.
+kmake_args() {
+	printf '%s\n' "LLVM=$LLVM_DIR/bin/" "RUSTC=$HOST_RUSTC" "BINDGEN=$BINDGEN" \
+		"RUSTFMT=$HOST_RUSTFMT" "CLIPPY_DRIVER=$HOST_CLIPPY"
+}
+
+say() { printf '[%s] %s\n' "${0##*/}" "$*" >&2; }
+die() { say "error: $*"; exit 1; }
