@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: GPL-2.0
+# nv_peer_mem in Rust.
+#
+#   make [KDIR=...] [OFA_KERNEL=...] [NV_SYMVERS=...]   build nv_peer_mem.ko for a kernel tree
+#   make demo                                          build, boot the emulated world, show it working
+#   make check                                         every test; ends with "N passed, N failed"
+#   make vmtest                                        only the VM scenarios
+#   make install / uninstall                           copy the module into /lib/modules (DESTDIR-aware)
+
+KVER       ?= $(shell uname -r)
+KDIR       ?= /lib/modules/$(KVER)/build
+# MLNX_OFED's kernel tree (its Module.symvers has the PeerDirect symbols).
+OFA_KERNEL ?= $(firstword $(wildcard /usr/src/ofa_kernel/$(shell uname -m)/$(KVER) /usr/src/ofa_kernel/default))
+OFA_SYMVERS ?= $(if $(OFA_KERNEL),$(OFA_KERNEL)/Module.symvers)
+# Symbol versions of nvidia.ko's P2P API; generated from the installed nvidia.ko when not given.
+NV_SYMVERS ?= $(CURDIR)/nv.symvers
+# Rust toolchain: must be the one the kernel tree was built with.
+RUSTC      ?= rustc
+EXTRA_KMAKE ?=
+
+KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
+
+.PHONY: all modules preflight clean install uninstall check vmtest demo test-kernel
+
+all: modules
+
+preflight:
+	@KDIR='$(KDIR)' RUSTC='$(RUSTC)' OFA_SYMVERS='$(OFA_SYMVERS)' NV_SYMVERS='$(NV_SYMVERS)' \
+		KVER='$(KVER)' scripts/preflight.sh
+
+modules: preflight
+	+$(KMAKE) KBUILD_EXTRA_SYMBOLS="$(OFA_SYMVERS) $(NV_SYMVERS)" modules
+
+clean:
+	+$(KMAKE) clean 2>/dev/null || true
+	rm -f nv.symvers
+
+install: modules
+	install -D -m 644 nv_peer_mem.ko $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko
+	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
+
+uninstall:
+	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko
+	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
+
+check:
+	tests/run.sh all
+
+vmtest:
+	tests/run.sh vm
+
+demo:
+	tests/demo.sh
+
+test-kernel:
+	@tests/kernel/setup-host.sh && tests/kernel/build-kernel.sh

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The entry points ib_core calls. Each resolves the client context ib_core hands back through
+//! the registry, so a stale or foreign pointer is refused instead of dereferenced.
+
+use core::ffi::{c_char, c_int, c_ulong, c_void};
+use kernel::bindings;
+use kernel::prelude::*;
+use kernel::sync::Arc;
+
+use crate::context::{self, ClientKind, Context};
+use crate::nv_p2p::GPU_PAGE_SIZE;
+use crate::peer_mem::ClientOps;
+
+extern "C" {
+    // Pointers to `struct device` and `struct pci_dev`, opaque here.
+    fn nvpm_dev_to_pci(dev: *mut c_void) -> *mut c_void;
+}
+
+/// The context behind ib_core's `client_context`, or an error logged once.
+fn lookup(client_context: *mut c_void, op: &str) -> Option<Arc<Context>> {
+    let found = crate::globals().registry.get(client_context as usize);
+    if found.is_none() {
+        pr_err!("{}: unknown client context {:p} from ib_core\n", op, client_context);
+    }
+    found
+}
+
+fn errno(e: Error) -> c_int {
+    e.to_errno()
+}
+
+fn acquire(kind: ClientKind, addr: c_ulong, size: usize, client_context: *mut *mut c_void) -> c_int {
+    let (addr, size) = (addr as u64, size as u64);
+    if client_context.is_null() || !context::probe(kind, addr, size) {
+        return 0;
+    }
+    let ctx = match Context::new(addr, size, kind) {
+        Ok(c) => c,
+        Err(e) => {
+            pr_err!("acquire {:#x} (+{:#x}): no memory for a context: {:?}\n", addr, size, e);
+            return 0;
+        }
+    };
+    let id = match crate::globals().registry.insert(ctx) {
+        Ok(id) => id,
+        Err(e) => {
+            pr_err!("acquire {:#x} (+{:#x}): cannot record the context: {:?}\n", addr, size, e);
+            return 0;
+        }
+    };
+    crate::module_ref::get();
+    // SAFETY: ib_core passes a valid out-pointer (checked non-NULL above).
+    unsafe { *client_context = id as *mut c_void };
+    crate::dbg_log!("acquire {:#x} (+{:#x}): context {}\n", addr, size, id);
+    1
+}
+
+unsafe extern "C" fn acquire_invalidating(
+    addr: c_ulong,
+    size: usize,
+    _priv: *mut c_void,
+    _name: *mut c_char,
+    client_context: *mut *mut c_void,
+) -> c_int {
+    acquire(ClientKind::Invalidating, addr, size, client_context)
+}
+
+unsafe extern "C" fn acquire_persistent(
+    addr: c_ulong,
+    size: usize,
+    _priv: *mut c_void,
+    _name: *mut c_char,
+    client_context: *mut *mut c_void,
+) -> c_int {
+    acquire(ClientKind::Persistent, addr, size, client_context)
+}
+
+unsafe extern "C" fn get_pages(
+    addr: c_ulong,
+    size: usize,
+    _write: c_int,
+    _force: c_int,
+    _sg_head: *mut bindings::sg_table,
+    client_context: *mut c_void,
+    core_context: u64,
+) -> c_int {
+    let Some(ctx) = lookup(client_context, "get_pages") else { return errno(EINVAL) };
+    if ctx.addr != addr as u64 || ctx.size != size as u64 {
+        pr_err!(
+            "get_pages {:#x} (+{:#x}) does not match acquire {:#x} (+{:#x})\n",
+            addr,
+            size,
+            ctx.addr,
+            ctx.size
+        );
+        return errno(EINVAL);
+    }
+    match ctx.get_pages(core_context) {
+        Ok(()) => 0,
+        Err(e) => errno(e),
+    }
+}
+
+unsafe extern "C" fn dma_map(
+    sg_head: *mut bindings::sg_table,
+    client_context: *mut c_void,
+    dma_device: *mut bindings::device,
+    _dmasync: c_int,
+    nmap: *mut c_int,
+) -> c_int {
+    let Some(ctx) = lookup(client_context, "dma_map") else { return errno(EINVAL) };
+    // SAFETY: ib_core passes its DMA device (or NULL, handled by the helper).
+    let peer = unsafe { nvpm_dev_to_pci(dma_device.cast()) }.cast::<bindings::pci_dev>();
+    if peer.is_null() || sg_head.is_null() || nmap.is_null() {
+        pr_err!("dma_map {:#x} (+{:#x}): the DMA device is not a PCI device\n", ctx.va, ctx.len);
+        return errno(EINVAL);
+    }
+    // SAFETY: ib_core's device and sg_table for this registration stay valid until it
+    // unmaps or releases it.
+    match unsafe { ctx.dma_map(peer, sg_head) } {
+        Ok(n) => {
+            // SAFETY: checked non-NULL; ib_core's out-parameter.
+            unsafe { *nmap = n as c_int };
+            crate::dbg_log!("dma_map {:#x} (+{:#x}): {} entries\n", ctx.va, ctx.len, n);
+            0
+        }
+        Err(e) => errno(e),
+    }
+}
+
+unsafe extern "C" fn dma_unmap(
+    _sg_head: *mut bindings::sg_table,
+    client_context: *mut c_void,
+    _dma_device: *mut bindings::device,
+) -> c_int {
+    let Some(ctx) = lookup(client_context, "dma_unmap") else { return errno(EINVAL) };
+    ctx.dma_unmap();
+    0
+}
+
+unsafe extern "C" fn put_pages(_sg_head: *mut bindings::sg_table, client_context: *mut c_void) {
+    if let Some(ctx) = lookup(client_context, "put_pages") {
+        ctx.put_pages();
+    }
+}
+
+unsafe extern "C" fn get_page_size(_client_context: *mut c_void) -> c_ulong {
+    GPU_PAGE_SIZE as c_ulong
+}
+
+unsafe extern "C" fn release(client_context: *mut c_void) {
+    let Some(ctx) = crate::globals().registry.remove(client_context as usize) else {
+        pr_err!("release: unknown client context {:p} from ib_core\n", client_context);
+        return;
+    };
+    ctx.release();
+    crate::dbg_log!("release {:#x} (+{:#x})\n", ctx.addr, ctx.size);
+    drop(ctx);
+    crate::module_ref::put();
+}
+
+/// Operations of the invalidating client ("nv_mem").
+pub(crate) const INVALIDATING: ClientOps = ClientOps {
+    acquire: acquire_invalidating,
+    get_pages,
+    dma_map,
+    dma_unmap,
+    put_pages,
+    get_page_size,
+    release,
+};
+
+/// Operations of the persistent client ("nv_mem_nc").
+pub(crate) const PERSISTENT: ClientOps = ClientOps { acquire: acquire_persistent, ..INVALIDATING };

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The C half of nv_peer_mem: module parameters (visible and, for enable_dbg, writable under
+ * /sys/module/nv_peer_mem/parameters/, on every kernel line) and two inline kernel helpers the
+ * Rust crate cannot reach through bindings.
+ */
+#include <linux/kernel.h>
+#include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/pci.h>
+
+int nvpm_param_enable_dbg(void);
+int nvpm_param_peerdirect_support(void);
+int nvpm_param_persistent_api_support(void);
+struct pci_dev *nvpm_dev_to_pci(struct device *dev);
+void nvpm_module_get(void);
+void nvpm_module_put(void);
+
+/* Accepts only 0 or 1; anything else fails the load with -EINVAL and a log line. */
+static int nvpm_param_set_switch(const char *val, const struct kernel_param *kp)
+{
+	int v, ret = kstrtoint(val, 0, &v);
+
+	if (ret || (v != 0 && v != 1)) {
+		pr_err("nv_peer_mem: %s must be 0 or 1, got '%s'\n", kp->name, val);
+		return -EINVAL;
+	}
+	*(int *)kp->arg = v;
+	return 0;
+}
+
+static const struct kernel_param_ops nvpm_switch_ops = {
+	.set = nvpm_param_set_switch,
+	.get = param_get_int,
+};
+
+static int enable_dbg;
+module_param_cb(enable_dbg, &nvpm_switch_ops, &enable_dbg, 0644);
+MODULE_PARM_DESC(enable_dbg, "Log every registration step (0 = off, default; 1 = on)");
+
+static int peerdirect_support;
+module_param_cb(peerdirect_support, &nvpm_switch_ops, &peerdirect_support, 0444);
+MODULE_PARM_DESC(peerdirect_support,
+		 "0 = extended registration with PEER_MEM_INVALIDATE_UNMAPS (MLNX_OFED 5.1+, default); 1 = legacy registration for MLNX_OFED 4.9 LTS");
+
+static int persistent_api_support;
+module_param_cb(persistent_api_support, &nvpm_switch_ops, &persistent_api_support, 0444);
+MODULE_PARM_DESC(persistent_api_support,
+		 "0 = invalidating client nv_mem plus persistent client nv_mem_nc (default); 1 = a single persistent client named nv_mem");
+
+int nvpm_param_enable_dbg(void)
+{
+	return READ_ONCE(enable_dbg);
+}
+
+int nvpm_param_peerdirect_support(void)
+{
+	return peerdirect_support;
+}
+
+int nvpm_param_persistent_api_support(void)
+{
+	return persistent_api_support;
+}
+
+/* The PCI device behind @dev, or NULL when @dev is not a PCI device. */
+struct pci_dev *nvpm_dev_to_pci(struct device *dev)
+{
+	return dev && dev_is_pci(dev) ? to_pci_dev(dev) : NULL;
+}
+
+/* A module reference per registration, so that rmmod fails with EBUSY while ib_core holds one. */
+void nvpm_module_get(void)
+{
+	__module_get(THIS_MODULE);
+}
+
+void nvpm_module_put(void)
+{
+	module_put(THIS_MODULE);
+}

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! nv_peer_mem: lets RDMA NICs register and DMA to NVIDIA GPU memory (GPUDirect RDMA) by
+//! connecting MLNX_OFED's PeerDirect API in `ib_core` to the P2P API of `nvidia.ko`.
+
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::prelude::*;
+
+mod client_ops;
+mod context;
+mod module_ref;
+mod nv_p2p;
+mod params;
+mod peer_mem;
+mod registry;
+mod sg;
+
+use nv_p2p::{PageTable, PersistentSupport};
+use peer_mem::{PeerMemoryClientEx, Registration};
+use registry::Registry;
+
+module! {
+    type: NvPeerMem,
+    name: "nv_peer_mem",
+    authors: ["nv_peer_mem in Rust developers"],
+    description: "NVIDIA GPU memory plug-in for MLNX_OFED PeerDirect (GPUDirect RDMA)",
+    license: "GPL",
+}
+
+/// The version ib_core shows in `/sys/kernel/mm/memory_peers/<client>/version`.
+const VERSION: &str = "1.4.0";
+
+static NV_MEM: PeerMemoryClientEx =
+    PeerMemoryClientEx::new("nv_mem", VERSION, &client_ops::INVALIDATING, true);
+static NV_MEM_LEGACY: PeerMemoryClientEx =
+    PeerMemoryClientEx::new("nv_mem", VERSION, &client_ops::INVALIDATING, false);
+static NV_MEM_NC: PeerMemoryClientEx =
+    PeerMemoryClientEx::new("nv_mem_nc", VERSION, &client_ops::PERSISTENT, false);
+static NV_MEM_PERSISTENT: PeerMemoryClientEx =
+    PeerMemoryClientEx::new("nv_mem", VERSION, &client_ops::PERSISTENT, false);
+
+/// State the C entry points reach: lives from before the first client registration until
+/// after the last client is unregistered.
+#[pin_data]
+struct Globals {
+    #[pin]
+    registry: Registry,
+    persistent: PersistentSupport,
+}
+
+static GLOBALS: AtomicPtr<Globals> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The module's state, for entry points called by ib_core or NVIDIA.
+fn globals() -> &'static Globals {
+    let g = GLOBALS.load(Ordering::Acquire);
+    // SAFETY: entry points only run while a client is registered, i.e. between `init` storing
+    // the pointer and `Drop` unregistering every client before freeing it.
+    unsafe { &*g }
+}
+
+impl PersistentSupport {
+    /// Pins GPU memory that NVIDIA will never revoke.
+    fn pin(&self, va: u64, len: u64) -> Result<PageTable> {
+        match self {
+            Self::Api(api) => PageTable::get_persistent(api, va, len),
+            // SAFETY: no callback is registered, so there is nothing to keep alive.
+            Self::NullCallback => unsafe {
+                PageTable::get_revocable(va, len, None, core::ptr::null_mut())
+            },
+            Self::None => Err(EOPNOTSUPP),
+        }
+    }
+}
+
+struct NvPeerMem {
+    // Dropped first: unregistering waits for ib_core to release every registration.
+    clients: KVec<Registration>,
+    // Owns what `GLOBALS` points to.
+    _globals: Pin<KBox<Globals>>,
+}
+
+impl kernel::Module for NvPeerMem {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let persistent = PersistentSupport::probe();
+        let has_persistent = !matches!(persistent, PersistentSupport::None);
+        let globals = KBox::pin_init(
+            pin_init!(Globals { registry <- Registry::new(), persistent }),
+            GFP_KERNEL,
+        )?;
+        GLOBALS.store(
+            core::ptr::from_ref::<Globals>(&globals).cast_mut(),
+            Ordering::Release,
+        );
+        let mut this = Self { clients: KVec::new(), _globals: globals };
+
+        let persistent_only = params::persistent_only() && has_persistent;
+        if params::persistent_only() && !has_persistent {
+            pr_warn!("persistent_api_support=1 but nvidia.ko offers no persistent pages: registering the invalidating nv_mem instead\n");
+        }
+        if persistent_only {
+            this.add(&NV_MEM_PERSISTENT, false)?;
+        } else {
+            let invalidating = if params::legacy_peerdirect() { &NV_MEM_LEGACY } else { &NV_MEM };
+            this.add(invalidating, true)?;
+            if has_persistent {
+                this.add(&NV_MEM_NC, false)?;
+            } else {
+                pr_info!("nvidia.ko offers no persistent pages: client nv_mem_nc not registered\n");
+            }
+        }
+        pr_info!(
+            "loaded, version {} ({} PeerDirect registration{})\n",
+            VERSION,
+            if params::legacy_peerdirect() { "legacy" } else { "extended" },
+            if persistent_only { ", persistent nv_mem" } else { "" }
+        );
+        Ok(this)
+    }
+}
+
+impl NvPeerMem {
+    fn add(&mut self, client: &'static PeerMemoryClientEx, invalidating: bool) -> Result {
+        let reg = Registration::register(client, invalidating)?;
+        self.clients.push(reg, GFP_KERNEL)?;
+        Ok(())
+    }
+}
+
+impl Drop for NvPeerMem {
+    fn drop(&mut self) {
+        // Unregister in reverse order; each waits for its registrations to be released.
+        while let Some(reg) = self.clients.pop() {
+            drop(reg);
+        }
+        // Nothing can call in any more; `globals` is freed after this.
+        GLOBALS.store(core::ptr::null_mut(), Ordering::Release);
+    }
+}

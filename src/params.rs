@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Module parameters, declared in `glue.c` so that they appear (and `enable_dbg` can be
+//! changed) under `/sys/module/nv_peer_mem/parameters/` like those of the C module.
+
+use core::ffi::c_int;
+
+extern "C" {
+    fn nvpm_param_enable_dbg() -> c_int;
+    fn nvpm_param_peerdirect_support() -> c_int;
+    fn nvpm_param_persistent_api_support() -> c_int;
+}
+
+pub(crate) fn debug_enabled() -> bool {
+    // SAFETY: reads an int parameter of this module.
+    unsafe { nvpm_param_enable_dbg() != 0 }
+}
+
+/// Register "nv_mem" in the legacy form MLNX_OFED 4.9 understands.
+pub(crate) fn legacy_peerdirect() -> bool {
+    // SAFETY: reads an int parameter of this module.
+    unsafe { nvpm_param_peerdirect_support() == 1 }
+}
+
+/// Register a single persistent client named "nv_mem".
+pub(crate) fn persistent_only() -> bool {
+    // SAFETY: reads an int parameter of this module.
+    unsafe { nvpm_param_persistent_api_support() == 1 }
+}
+
+/// `pr_info!` only while `enable_dbg` is set.
+#[macro_export]
+macro_rules! dbg_log {
+    ($($arg:tt)*) => {
+        if $crate::params::debug_enabled() {
+            ::kernel::pr_info!($($arg)*);
+        }
+    };
+}

@@ -1,0 +1,220 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The PeerDirect API of MLNX_OFED's `ib_core`, declared from its documented ABI, and the
+//! registration of our clients with it.
+
+use core::ffi::{c_char, c_int, c_ulong, c_void};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, Ordering};
+use kernel::bindings;
+use kernel::prelude::*;
+
+const NAME_MAX: usize = 64;
+const VERSION_MAX: usize = 16;
+/// The client unmaps and unpins an invalidated registration itself.
+const PEER_MEM_INVALIDATE_UNMAPS: u32 = 1;
+
+pub(crate) type AcquireFn = unsafe extern "C" fn(
+    addr: c_ulong,
+    size: usize,
+    peer_mem_private_data: *mut c_void,
+    peer_mem_name: *mut c_char,
+    client_context: *mut *mut c_void,
+) -> c_int;
+pub(crate) type GetPagesFn = unsafe extern "C" fn(
+    addr: c_ulong,
+    size: usize,
+    write: c_int,
+    force: c_int,
+    sg_head: *mut bindings::sg_table,
+    client_context: *mut c_void,
+    core_context: u64,
+) -> c_int;
+pub(crate) type DmaMapFn = unsafe extern "C" fn(
+    sg_head: *mut bindings::sg_table,
+    client_context: *mut c_void,
+    dma_device: *mut bindings::device,
+    dmasync: c_int,
+    nmap: *mut c_int,
+) -> c_int;
+pub(crate) type DmaUnmapFn = unsafe extern "C" fn(
+    sg_head: *mut bindings::sg_table,
+    client_context: *mut c_void,
+    dma_device: *mut bindings::device,
+) -> c_int;
+pub(crate) type PutPagesFn =
+    unsafe extern "C" fn(sg_head: *mut bindings::sg_table, client_context: *mut c_void);
+pub(crate) type GetPageSizeFn = unsafe extern "C" fn(client_context: *mut c_void) -> c_ulong;
+pub(crate) type ReleaseFn = unsafe extern "C" fn(client_context: *mut c_void);
+/// ib_core's function a client calls to invalidate a registration.
+type InvalidateFn = unsafe extern "C" fn(reg_handle: *mut c_void, core_context: u64) -> c_int;
+
+/// `struct peer_memory_client`.
+#[repr(C)]
+pub(crate) struct PeerMemoryClient {
+    name: [u8; NAME_MAX],
+    version: [u8; VERSION_MAX],
+    acquire: Option<AcquireFn>,
+    get_pages: Option<GetPagesFn>,
+    dma_map: Option<DmaMapFn>,
+    dma_unmap: Option<DmaUnmapFn>,
+    put_pages: Option<PutPagesFn>,
+    get_page_size: Option<GetPageSizeFn>,
+    release: Option<ReleaseFn>,
+}
+
+/// `struct peer_memory_client_ex`: the extended form ib_core recognises by the last version
+/// byte being 1.
+#[repr(C)]
+pub(crate) struct PeerMemoryClientEx {
+    client: PeerMemoryClient,
+    ex_size: usize,
+    flags: u32,
+}
+
+// SAFETY: the struct is immutable after construction and holds only function pointers and
+// bytes.
+unsafe impl Sync for PeerMemoryClientEx {}
+
+extern "C" {
+    fn ib_register_peer_memory_client(
+        client: *const PeerMemoryClient,
+        invalidate_callback: *mut Option<InvalidateFn>,
+    ) -> *mut c_void;
+    fn ib_unregister_peer_memory_client(reg_handle: *mut c_void);
+}
+
+/// The operations a client implements.
+pub(crate) struct ClientOps {
+    pub(crate) acquire: AcquireFn,
+    pub(crate) get_pages: GetPagesFn,
+    pub(crate) dma_map: DmaMapFn,
+    pub(crate) dma_unmap: DmaUnmapFn,
+    pub(crate) put_pages: PutPagesFn,
+    pub(crate) get_page_size: GetPageSizeFn,
+    pub(crate) release: ReleaseFn,
+}
+
+const fn fixed<const N: usize>(s: &str) -> [u8; N] {
+    let b = s.as_bytes();
+    assert!(b.len() < N);
+    let mut out = [0u8; N];
+    let mut i = 0;
+    while i < b.len() {
+        out[i] = b[i];
+        i += 1;
+    }
+    out
+}
+
+impl PeerMemoryClientEx {
+    /// A client description. `extended` selects the extended form with
+    /// `PEER_MEM_INVALIDATE_UNMAPS`; otherwise the legacy form MLNX_OFED 4.9 understands.
+    pub(crate) const fn new(name: &str, version: &str, ops: &ClientOps, extended: bool) -> Self {
+        let mut v: [u8; VERSION_MAX] = fixed(version);
+        // The version string must leave room for the terminator and the extended-form flag.
+        assert!(version.len() < VERSION_MAX - 1);
+        let (ex_size, flags) = if extended {
+            v[VERSION_MAX - 1] = 1;
+            (core::mem::size_of::<Self>(), PEER_MEM_INVALIDATE_UNMAPS)
+        } else {
+            (0, 0)
+        };
+        Self {
+            client: PeerMemoryClient {
+                name: fixed(name),
+                version: v,
+                acquire: Some(ops.acquire),
+                get_pages: Some(ops.get_pages),
+                dma_map: Some(ops.dma_map),
+                dma_unmap: Some(ops.dma_unmap),
+                put_pages: Some(ops.put_pages),
+                get_page_size: Some(ops.get_page_size),
+                release: Some(ops.release),
+            },
+            ex_size,
+            flags,
+        }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        let len = self.client.name.iter().position(|&b| b == 0).unwrap_or(NAME_MAX);
+        core::str::from_utf8(&self.client.name[..len]).unwrap_or("?")
+    }
+}
+
+/// The handle and invalidate function ib_core gave the invalidating client. Set once the
+/// client is registered, cleared after it is unregistered; free callbacks read it.
+static INVALIDATE_HANDLE: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
+static INVALIDATE_FN: AtomicPtr<c_void> = AtomicPtr::new(core::ptr::null_mut());
+
+/// Asks ib_core to invalidate the registration it knows as `core_context`. Returns false when
+/// no invalidating client is registered.
+pub(crate) fn invalidate(core_context: u64) -> bool {
+    let handle = INVALIDATE_HANDLE.load(Ordering::Acquire);
+    let f = INVALIDATE_FN.load(Ordering::Acquire);
+    if handle.is_null() || f.is_null() {
+        return false;
+    }
+    // SAFETY: `f` was written by ib_core as its invalidate function and stays valid while the
+    // client is registered, which outlives every registration (unregister waits for them).
+    unsafe {
+        let f = core::mem::transmute::<*mut c_void, InvalidateFn>(f);
+        f(handle, core_context);
+    }
+    true
+}
+
+/// A client registered with ib_core; unregistered on drop (which waits until ib_core has
+/// released every registration the client backs).
+pub(crate) struct Registration {
+    handle: NonNull<c_void>,
+    client: &'static PeerMemoryClientEx,
+    invalidating: bool,
+}
+
+// SAFETY: the handle is an opaque token ib_core accepts from any thread.
+unsafe impl Send for Registration {}
+// SAFETY: `Registration` offers no interior mutability.
+unsafe impl Sync for Registration {}
+
+impl Registration {
+    /// Registers `client`. An invalidating client receives ib_core's invalidate function.
+    pub(crate) fn register(client: &'static PeerMemoryClientEx, invalidating: bool) -> Result<Self> {
+        let mut invalidate: Option<InvalidateFn> = None;
+        let out: *mut Option<InvalidateFn> =
+            if invalidating { &mut invalidate } else { core::ptr::null_mut() };
+        // SAFETY: `client` is 'static; `out` is NULL or points to a local ib_core fills in.
+        let handle = unsafe { ib_register_peer_memory_client(&client.client, out) };
+        let handle = NonNull::new(handle).ok_or_else(|| {
+            pr_err!("ib_core refused to register peer memory client {}\n", client.name());
+            EINVAL
+        })?;
+        let reg = Self { handle, client, invalidating };
+        if invalidating {
+            let f = invalidate.ok_or_else(|| {
+                pr_err!("ib_core gave client {} no invalidate function\n", client.name());
+                EINVAL
+            })?;
+            INVALIDATE_FN.store(f as *mut c_void, Ordering::Release);
+            INVALIDATE_HANDLE.store(handle.as_ptr(), Ordering::Release);
+        }
+        Ok(reg)
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from a successful registration and is used once here.
+        unsafe { ib_unregister_peer_memory_client(self.handle.as_ptr()) };
+        if self.invalidating {
+            INVALIDATE_HANDLE.store(core::ptr::null_mut(), Ordering::Release);
+            INVALIDATE_FN.store(core::ptr::null_mut(), Ordering::Release);
+        }
+        crate::dbg_log!("unregistered client {}\n", self.client.name());
+    }
+}
+
+// The ABI's layouts on 64-bit kernels.
+const _: () = assert!(core::mem::size_of::<PeerMemoryClient>() == 136);
+const _: () = assert!(core::mem::size_of::<PeerMemoryClientEx>() == 152);
