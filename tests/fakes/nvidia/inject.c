@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nvidia.ko test double: fault injection, armed through the ctl file and
+ * consumed by the next calls of an API function, whatever their outcome.
+ */
+#define pr_fmt(fmt) "fake_nvidia: " fmt
+
+#include <linux/err.h>
+#include <linux/kernel.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+
+#include "fake_nvidia.h"
+
+struct fnv_inject {
+	struct fnv_fault_req req;
+	unsigned int count;
+};
+
+static const char *const fnv_op_names[FNV_OP_NR] = {
+	[FNV_OP_GET_PAGES] = "get_pages",
+	[FNV_OP_GET_PAGES_PERSISTENT] = "get_pages_persistent",
+	[FNV_OP_PUT_PAGES] = "put_pages",
+	[FNV_OP_PUT_PAGES_PERSISTENT] = "put_pages_persistent",
+	[FNV_OP_DMA_MAP_PAGES] = "dma_map_pages",
+	[FNV_OP_DMA_UNMAP_PAGES] = "dma_unmap_pages",
+};
+
+static DEFINE_SPINLOCK(fnv_inject_lock);
+static struct fnv_inject fnv_injects[FNV_OP_NR];
+static unsigned long fnv_injected;
+
+void fnv_inject_take(enum fnv_op op, struct fnv_fault_req *req)
+{
+	struct fnv_inject *inj = &fnv_injects[op];
+
+	req->kind = FNV_FAULT_NONE;
+	req->err = 0;
+
+	spin_lock(&fnv_inject_lock);
+	if (inj->count) {
+		*req = inj->req;
+		if (!--inj->count)
+			inj->req.kind = FNV_FAULT_NONE;
+		fnv_injected++;
+	}
+	spin_unlock(&fnv_inject_lock);
+
+	switch (req->kind) {
+	case FNV_FAULT_ERRNO:
+		pr_info("%s: injected failure %d\n", fnv_op_names[op], req->err);
+		break;
+	case FNV_FAULT_PAGESIZE:
+		pr_info("%s: injected page size 128 KiB\n", fnv_op_names[op]);
+		break;
+	case FNV_FAULT_VERSION:
+		pr_info("%s: injected bad version\n", fnv_op_names[op]);
+		break;
+	default:
+		break;
+	}
+}
+
+unsigned long fnv_inject_count(void)
+{
+	unsigned long n;
+
+	spin_lock(&fnv_inject_lock);
+	n = fnv_injected;
+	spin_unlock(&fnv_inject_lock);
+	return n;
+}
+
+static bool fnv_op_exists(enum fnv_op op)
+{
+#ifndef FNV_HAVE_PERSISTENT_API
+	if (op == FNV_OP_GET_PAGES_PERSISTENT ||
+	    op == FNV_OP_PUT_PAGES_PERSISTENT)
+		return false;
+#endif
+	return true;
+}
+
+/* "pagesize" and "version" only make sense where a structure is returned. */
+static bool fnv_fault_applies(enum fnv_op op, enum fnv_fault kind)
+{
+	switch (kind) {
+	case FNV_FAULT_ERRNO:
+		return true;
+	case FNV_FAULT_PAGESIZE:
+		return op == FNV_OP_GET_PAGES ||
+		       op == FNV_OP_GET_PAGES_PERSISTENT;
+	case FNV_FAULT_VERSION:
+		return op == FNV_OP_GET_PAGES ||
+		       op == FNV_OP_GET_PAGES_PERSISTENT ||
+		       op == FNV_OP_DMA_MAP_PAGES;
+	default:
+		return false;
+	}
+}
+
+static int fnv_parse_fault(const char *s, struct fnv_fault_req *req)
+{
+	int err;
+
+	req->err = 0;
+	if (!strcmp(s, "pagesize")) {
+		req->kind = FNV_FAULT_PAGESIZE;
+		return 0;
+	}
+	if (!strcmp(s, "version")) {
+		req->kind = FNV_FAULT_VERSION;
+		return 0;
+	}
+	if (kstrtoint(s, 0, &err) || err >= 0 || err < -MAX_ERRNO)
+		return -EINVAL;
+	req->kind = FNV_FAULT_ERRNO;
+	req->err = err;
+	return 0;
+}
+
+/* ctl: "inject clear" or "inject <op> <what> [count]" (argv[0] is "inject") */
+int fnv_inject_command(int argc, char **argv)
+{
+	struct fnv_fault_req req;
+	unsigned int count = 1;
+	int op;
+
+	if (argc == 2 && !strcmp(argv[1], "clear")) {
+		spin_lock(&fnv_inject_lock);
+		memset(fnv_injects, 0, sizeof(fnv_injects));
+		spin_unlock(&fnv_inject_lock);
+		return 0;
+	}
+
+	if (argc < 3 || argc > 4) {
+		pr_err("ctl: usage: inject <op> <errno|pagesize|version> [count] | inject clear\n");
+		return -EINVAL;
+	}
+
+	op = match_string(fnv_op_names, FNV_OP_NR, argv[1]);
+	if (op < 0) {
+		pr_err("ctl: inject: unknown op '%s'\n", argv[1]);
+		return -EINVAL;
+	}
+	if (!fnv_op_exists(op)) {
+		pr_err("ctl: inject: %s does not exist in flavour %s\n",
+		       argv[1], FNV_FLAVOUR_NAME);
+		return -EOPNOTSUPP;
+	}
+	if (fnv_parse_fault(argv[2], &req)) {
+		pr_err("ctl: inject: '%s' is neither a negative errno, pagesize nor version\n",
+		       argv[2]);
+		return -EINVAL;
+	}
+	if (!fnv_fault_applies(op, req.kind)) {
+		pr_err("ctl: inject: %s cannot fail as '%s'\n", argv[1],
+		       argv[2]);
+		return -EINVAL;
+	}
+	if (argc == 4 && (kstrtouint(argv[3], 0, &count) || !count)) {
+		pr_err("ctl: inject: bad count '%s'\n", argv[3]);
+		return -EINVAL;
+	}
+
+	spin_lock(&fnv_inject_lock);
+	fnv_injects[op].req = req;
+	fnv_injects[op].count = count;
+	spin_unlock(&fnv_inject_lock);
+	return 0;
+}
