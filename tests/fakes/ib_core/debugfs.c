@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ib_core test double: debugfs control files under
+ * /sys/kernel/debug/fake_ib_core/ (ctl, regs, clients, dma_buf, stats).
+ */
+#include "fake_ib_core.h"
+
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/kernel.h>
+#include <linux/seq_file.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#define FAKE_CTL_MAX 256
+#define FAKE_CTL_ARGS 8
+
+static struct dentry *fake_dir;
+
+static DEFINE_MUTEX(fake_dma_buf_lock);
+static u8 fake_dma_buf[FAKE_DMA_BUF_SIZE];
+
+void fake_dma_buf_store(const void *data, size_t len)
+{
+	len = min_t(size_t, len, FAKE_DMA_BUF_SIZE);
+	mutex_lock(&fake_dma_buf_lock);
+	memset(fake_dma_buf, 0, sizeof(fake_dma_buf));
+	memcpy(fake_dma_buf, data, len);
+	mutex_unlock(&fake_dma_buf_lock);
+}
+
+void fake_dma_buf_load(void *data, size_t len)
+{
+	len = min_t(size_t, len, FAKE_DMA_BUF_SIZE);
+	mutex_lock(&fake_dma_buf_lock);
+	memcpy(data, fake_dma_buf, len);
+	mutex_unlock(&fake_dma_buf_lock);
+}
+
+/* ---- ctl ---- */
+
+static int fake_parse_ul(const char *what, const char *s, unsigned long *v)
+{
+	int ret = kstrtoul(s, 0, v);
+
+	if (ret)
+		pr_err("ctl: bad %s '%s'\n", what, s);
+	return ret;
+}
+
+static int fake_parse_u64(const char *what, const char *s, u64 *v)
+{
+	int ret = kstrtou64(s, 0, v);
+
+	if (ret)
+		pr_err("ctl: bad %s '%s'\n", what, s);
+	return ret;
+}
+
+static int fake_cmd_reg(int argc, char **argv)
+{
+	unsigned long id;
+	u64 addr, len;
+	bool ro = false, cq = false;
+	int i, ret;
+
+	if (argc < 5) {
+		pr_err("ctl: usage: reg <id> <dev> <addr> <len> [ro] [cq]\n");
+		return -EINVAL;
+	}
+	ret = fake_parse_ul("id", argv[1], &id);
+	if (!ret)
+		ret = fake_parse_u64("addr", argv[3], &addr);
+	if (!ret)
+		ret = fake_parse_u64("len", argv[4], &len);
+	if (ret)
+		return ret;
+	for (i = 5; i < argc; i++) {
+		if (!strcmp(argv[i], "ro")) {
+			ro = true;
+		} else if (!strcmp(argv[i], "cq")) {
+			cq = true;
+		} else {
+			pr_err("ctl: reg: unknown flag '%s'\n", argv[i]);
+			return -EINVAL;
+		}
+	}
+	return fake_mr_reg(id, argv[2], addr, len, ro, cq);
+}
+
+static int fake_cmd_rw(int argc, char **argv, bool write)
+{
+	unsigned long id;
+	u64 off, len;
+	int ret;
+
+	if (argc != 4) {
+		pr_err("ctl: usage: %s <id> <offset> <len>\n", argv[0]);
+		return -EINVAL;
+	}
+	ret = fake_parse_ul("id", argv[1], &id);
+	if (!ret)
+		ret = fake_parse_u64("offset", argv[2], &off);
+	if (!ret)
+		ret = fake_parse_u64("len", argv[3], &len);
+	if (ret)
+		return ret;
+	return write ? fake_mr_write(id, off, len) : fake_mr_read(id, off, len);
+}
+
+static int fake_ctl_exec(int argc, char **argv)
+{
+	unsigned long id;
+	int ret;
+
+	if (!strcmp(argv[0], "reg"))
+		return fake_cmd_reg(argc, argv);
+	if (!strcmp(argv[0], "dereg")) {
+		if (argc != 2) {
+			pr_err("ctl: usage: dereg <id>\n");
+			return -EINVAL;
+		}
+		ret = fake_parse_ul("id", argv[1], &id);
+		return ret ? ret : fake_mr_dereg(id);
+	}
+	if (!strcmp(argv[0], "read"))
+		return fake_cmd_rw(argc, argv, false);
+	if (!strcmp(argv[0], "write"))
+		return fake_cmd_rw(argc, argv, true);
+	if (!strcmp(argv[0], "selftest")) {
+		if (argc > 2) {
+			pr_err("ctl: usage: selftest [dev]\n");
+			return -EINVAL;
+		}
+		return fake_nic_selftest(argc == 2 ? argv[1] : NULL);
+	}
+	pr_err("ctl: unknown command '%s'\n", argv[0]);
+	return -EINVAL;
+}
+
+static ssize_t fake_ctl_write(struct file *file, const char __user *ubuf,
+			      size_t count, loff_t *ppos)
+{
+	char buf[FAKE_CTL_MAX];
+	char *argv[FAKE_CTL_ARGS];
+	char *cur, *tok;
+	int argc = 0, ret;
+
+	if (count >= sizeof(buf)) {
+		pr_err("ctl: command too long\n");
+		return -EINVAL;
+	}
+	if (copy_from_user(buf, ubuf, count))
+		return -EFAULT;
+	buf[count] = '\0';
+
+	cur = buf;
+	while ((tok = strsep(&cur, " \t\n"))) {
+		if (!*tok)
+			continue;
+		if (argc == FAKE_CTL_ARGS) {
+			pr_err("ctl: too many words\n");
+			return -EINVAL;
+		}
+		argv[argc++] = tok;
+	}
+	if (!argc) {
+		pr_err("ctl: empty command\n");
+		return -EINVAL;
+	}
+
+	ret = fake_ctl_exec(argc, argv);
+	return ret ? ret : count;
+}
+
+static const struct file_operations fake_ctl_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.write = fake_ctl_write,
+	.llseek = noop_llseek,
+};
+
+/* ---- dma_buf ---- */
+
+static ssize_t fake_dma_buf_read(struct file *file, char __user *ubuf,
+				 size_t count, loff_t *ppos)
+{
+	ssize_t ret;
+
+	mutex_lock(&fake_dma_buf_lock);
+	ret = simple_read_from_buffer(ubuf, count, ppos, fake_dma_buf,
+				      sizeof(fake_dma_buf));
+	mutex_unlock(&fake_dma_buf_lock);
+	return ret;
+}
+
+static ssize_t fake_dma_buf_write(struct file *file, const char __user *ubuf,
+				  size_t count, loff_t *ppos)
+{
+	ssize_t ret;
+
+	mutex_lock(&fake_dma_buf_lock);
+	ret = simple_write_to_buffer(fake_dma_buf, sizeof(fake_dma_buf), ppos,
+				     ubuf, count);
+	mutex_unlock(&fake_dma_buf_lock);
+	return ret;
+}
+
+static const struct file_operations fake_dma_buf_fops = {
+	.owner = THIS_MODULE,
+	.open = simple_open,
+	.read = fake_dma_buf_read,
+	.write = fake_dma_buf_write,
+	.llseek = default_llseek,
+};
+
+/* ---- read-only views ---- */
+
+static int fake_regs_f_show(struct seq_file *m, void *unused)
+{
+	fake_regs_show(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(fake_regs_f);
+
+static int fake_clients_f_show(struct seq_file *m, void *unused)
+{
+	fake_clients_show(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(fake_clients_f);
+
+static int fake_stats_f_show(struct seq_file *m, void *unused)
+{
+	seq_printf(m, "regs %d\n", atomic_read(&fake_stat_regs));
+	seq_printf(m, "invalidations %d\n", atomic_read(&fake_stat_invalidations));
+	seq_printf(m, "violations %d\n", atomic_read(&fake_violations));
+	seq_printf(m, "unmaps_in_invalidate %d\n",
+		   atomic_read(&fake_stat_unmaps_in_invalidate));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(fake_stats_f);
+
+int fake_debugfs_init(void)
+{
+	fake_dir = debugfs_create_dir("fake_ib_core", NULL);
+	if (IS_ERR(fake_dir)) {
+		pr_err("cannot create the debugfs directory (%ld)\n",
+		       PTR_ERR(fake_dir));
+		return PTR_ERR(fake_dir);
+	}
+	debugfs_create_file("ctl", 0200, fake_dir, NULL, &fake_ctl_fops);
+	debugfs_create_file("regs", 0444, fake_dir, NULL, &fake_regs_f_fops);
+	debugfs_create_file("clients", 0444, fake_dir, NULL, &fake_clients_f_fops);
+	debugfs_create_file("dma_buf", 0644, fake_dir, NULL, &fake_dma_buf_fops);
+	debugfs_create_file("stats", 0444, fake_dir, NULL, &fake_stats_f_fops);
+	return 0;
+}
+
+void fake_debugfs_exit(void)
+{
+	debugfs_remove_recursive(fake_dir);
+	fake_dir = NULL;
+}
