@@ -21,7 +21,11 @@ extern "C" {
 fn lookup(client_context: *mut c_void, op: &str) -> Option<Arc<Context>> {
     let found = crate::globals().registry.get(client_context as usize);
     if found.is_none() {
-        pr_err!("{}: unknown client context {:p} from ib_core\n", op, client_context);
+        pr_err!(
+            "{}: unknown client context {:p} from ib_core\n",
+            op,
+            client_context
+        );
     }
     found
 }
@@ -30,22 +34,37 @@ fn errno(e: Error) -> c_int {
     e.to_errno()
 }
 
-fn acquire(kind: ClientKind, addr: c_ulong, size: usize, client_context: *mut *mut c_void) -> c_int {
-    let (addr, size) = (addr as u64, size as u64);
+fn acquire(
+    kind: ClientKind,
+    addr: c_ulong,
+    size: usize,
+    client_context: *mut *mut c_void,
+) -> c_int {
+    let (addr, size): (u64, u64) = (addr, size as u64);
     if client_context.is_null() || !context::probe(kind, addr, size) {
         return 0;
     }
     let ctx = match Context::new(addr, size, kind) {
         Ok(c) => c,
         Err(e) => {
-            pr_err!("acquire {:#x} (+{:#x}): no memory for a context: {:?}\n", addr, size, e);
+            pr_err!(
+                "acquire {:#x} (+{:#x}): no memory for a context: {:?}\n",
+                addr,
+                size,
+                e
+            );
             return 0;
         }
     };
     let id = match crate::globals().registry.insert(ctx) {
         Ok(id) => id,
         Err(e) => {
-            pr_err!("acquire {:#x} (+{:#x}): cannot record the context: {:?}\n", addr, size, e);
+            pr_err!(
+                "acquire {:#x} (+{:#x}): cannot record the context: {:?}\n",
+                addr,
+                size,
+                e
+            );
             return 0;
         }
     };
@@ -56,6 +75,11 @@ fn acquire(kind: ClientKind, addr: c_ulong, size: usize, client_context: *mut *m
     1
 }
 
+/// ib_core's `acquire` for nv_mem.
+///
+/// # Safety
+///
+/// `client_context` must be NULL or valid for writing a pointer (ib_core's contract).
 unsafe extern "C" fn acquire_invalidating(
     addr: c_ulong,
     size: usize,
@@ -66,6 +90,11 @@ unsafe extern "C" fn acquire_invalidating(
     acquire(ClientKind::Invalidating, addr, size, client_context)
 }
 
+/// ib_core's `acquire` for nv_mem_nc.
+///
+/// # Safety
+///
+/// `client_context` must be NULL or valid for writing a pointer (ib_core's contract).
 unsafe extern "C" fn acquire_persistent(
     addr: c_ulong,
     size: usize,
@@ -76,6 +105,11 @@ unsafe extern "C" fn acquire_persistent(
     acquire(ClientKind::Persistent, addr, size, client_context)
 }
 
+/// ib_core's `get_pages`.
+///
+/// # Safety
+///
+/// Called by ib_core only; `client_context` is resolved through the registry, never trusted.
 unsafe extern "C" fn get_pages(
     addr: c_ulong,
     size: usize,
@@ -85,8 +119,10 @@ unsafe extern "C" fn get_pages(
     client_context: *mut c_void,
     core_context: u64,
 ) -> c_int {
-    let Some(ctx) = lookup(client_context, "get_pages") else { return errno(EINVAL) };
-    if ctx.addr != addr as u64 || ctx.size != size as u64 {
+    let Some(ctx) = lookup(client_context, "get_pages") else {
+        return errno(EINVAL);
+    };
+    if ctx.addr != addr || ctx.size != size as u64 {
         pr_err!(
             "get_pages {:#x} (+{:#x}) does not match acquire {:#x} (+{:#x})\n",
             addr,
@@ -102,6 +138,12 @@ unsafe extern "C" fn get_pages(
     }
 }
 
+/// ib_core's `dma_map`.
+///
+/// # Safety
+///
+/// `sg_head`, `dma_device` and `nmap` must be NULL or valid (ib_core's contract), and stay
+/// valid until ib_core unmaps or releases the registration.
 unsafe extern "C" fn dma_map(
     sg_head: *mut bindings::sg_table,
     client_context: *mut c_void,
@@ -109,11 +151,17 @@ unsafe extern "C" fn dma_map(
     _dmasync: c_int,
     nmap: *mut c_int,
 ) -> c_int {
-    let Some(ctx) = lookup(client_context, "dma_map") else { return errno(EINVAL) };
+    let Some(ctx) = lookup(client_context, "dma_map") else {
+        return errno(EINVAL);
+    };
     // SAFETY: ib_core passes its DMA device (or NULL, handled by the helper).
     let peer = unsafe { nvpm_dev_to_pci(dma_device.cast()) }.cast::<bindings::pci_dev>();
     if peer.is_null() || sg_head.is_null() || nmap.is_null() {
-        pr_err!("dma_map {:#x} (+{:#x}): the DMA device is not a PCI device\n", ctx.va, ctx.len);
+        pr_err!(
+            "dma_map {:#x} (+{:#x}): the DMA device is not a PCI device\n",
+            ctx.va,
+            ctx.len
+        );
         return errno(EINVAL);
     }
     // SAFETY: ib_core's device and sg_table for this registration stay valid until it
@@ -129,29 +177,54 @@ unsafe extern "C" fn dma_map(
     }
 }
 
+/// ib_core's `dma_unmap`.
+///
+/// # Safety
+///
+/// Called by ib_core only; `client_context` is resolved through the registry.
 unsafe extern "C" fn dma_unmap(
     _sg_head: *mut bindings::sg_table,
     client_context: *mut c_void,
     _dma_device: *mut bindings::device,
 ) -> c_int {
-    let Some(ctx) = lookup(client_context, "dma_unmap") else { return errno(EINVAL) };
+    let Some(ctx) = lookup(client_context, "dma_unmap") else {
+        return errno(EINVAL);
+    };
     ctx.dma_unmap();
     0
 }
 
+/// ib_core's `put_pages`.
+///
+/// # Safety
+///
+/// Called by ib_core only; `client_context` is resolved through the registry.
 unsafe extern "C" fn put_pages(_sg_head: *mut bindings::sg_table, client_context: *mut c_void) {
     if let Some(ctx) = lookup(client_context, "put_pages") {
         ctx.put_pages();
     }
 }
 
+/// ib_core's `get_page_size`: GPU pages are 64 KiB.
+///
+/// # Safety
+///
+/// No requirement: the context is not used.
 unsafe extern "C" fn get_page_size(_client_context: *mut c_void) -> c_ulong {
     GPU_PAGE_SIZE as c_ulong
 }
 
+/// ib_core's `release`: the last call for a registration.
+///
+/// # Safety
+///
+/// Called by ib_core only; `client_context` is resolved through the registry.
 unsafe extern "C" fn release(client_context: *mut c_void) {
     let Some(ctx) = crate::globals().registry.remove(client_context as usize) else {
-        pr_err!("release: unknown client context {:p} from ib_core\n", client_context);
+        pr_err!(
+            "release: unknown client context {:p} from ib_core\n",
+            client_context
+        );
         return;
     };
     ctx.release();
@@ -172,4 +245,7 @@ pub(crate) const INVALIDATING: ClientOps = ClientOps {
 };
 
 /// Operations of the persistent client ("nv_mem_nc").
-pub(crate) const PERSISTENT: ClientOps = ClientOps { acquire: acquire_persistent, ..INVALIDATING };
+pub(crate) const PERSISTENT: ClientOps = ClientOps {
+    acquire: acquire_persistent,
+    ..INVALIDATING
+};

@@ -171,9 +171,7 @@ impl Context {
         let data = Arc::into_raw(self.clone()).cast_mut().cast::<c_void>();
         // SAFETY: `data` carries a reference on `self` that keeps the context alive until the
         // callback has run or the table was put successfully (see the module docs).
-        let res = unsafe {
-            PageTable::get_revocable(self.va, self.len, Some(free_callback), data)
-        };
+        let res = unsafe { PageTable::get_revocable(self.va, self.len, Some(free_callback), data) };
         if let Err(e) = res {
             // SAFETY: NVIDIA did not keep the callback: take back the reference.
             drop(unsafe { Arc::from_raw(data.cast::<Self>()) });
@@ -228,7 +226,11 @@ impl Context {
         let table = {
             let mut inner = self.inner.lock();
             if inner.phase != Phase::Pinned {
-                return Err(if inner.phase == Phase::Invalidated { EFAULT } else { EINVAL });
+                return Err(if inner.phase == Phase::Invalidated {
+                    EFAULT
+                } else {
+                    EINVAL
+                });
             }
             inner.phase = Phase::Busy;
             inner.table.take().ok_or(EINVAL)?
@@ -335,7 +337,10 @@ impl Context {
     pub(crate) fn release(self: &Arc<Self>) {
         let phase = self.inner.lock().phase;
         if phase == Phase::Mapped {
-            pr_warn!("release of a still-mapped registration at {:#x}: unmapping\n", self.va);
+            pr_warn!(
+                "release of a still-mapped registration at {:#x}: unmapping\n",
+                self.va
+            );
             self.dma_unmap();
         }
         self.put_pages();
@@ -354,21 +359,37 @@ impl Context {
                 inner.phase = Phase::Invalidated;
                 inner.invalidating_task = current();
             }
-            (live, inner.core_context, inner.table.take(), inner.mapping.take())
+            (
+                live,
+                inner.core_context,
+                inner.table.take(),
+                inner.mapping.take(),
+            )
         };
         crate::dbg_log!(
             "free callback for va {:#x} (+{:#x}): {}\n",
             self.va,
             self.len,
-            if live { "invalidating" } else { "registration in transition" }
+            if live {
+                "invalidating"
+            } else {
+                "registration in transition"
+            }
         );
         if live && !peer_mem::invalidate(core_context) {
-            pr_err!("cannot invalidate va {:#x}: no invalidate function from ib_core\n", self.va);
+            pr_err!(
+                "cannot invalidate va {:#x}: no invalidate function from ib_core\n",
+                self.va
+            );
         }
         let sgt = {
             let mut inner = self.inner.lock();
             inner.invalidating_task = core::ptr::null_mut();
-            if live { inner.sgt.take() } else { None }
+            if live {
+                inner.sgt.take()
+            } else {
+                None
+            }
         };
         // ib_core has stopped the NIC: free our sg list and NVIDIA's objects.
         drop(sgt);
@@ -397,7 +418,9 @@ unsafe extern "C" fn free_callback(data: *mut c_void) {
 /// space exhausted, say) still means GPU memory, which we claim so that `get_pages` reports the
 /// real errno instead of ib_core's generic EFAULT.
 pub(crate) fn probe(kind: ClientKind, addr: u64, size: u64) -> bool {
-    let Some((va, len)) = gpu_range(addr, size) else { return false };
+    let Some((va, len)) = gpu_range(addr, size) else {
+        return false;
+    };
     let table = match kind {
         // SAFETY: the probe callback ignores its data and may run any time until put.
         ClientKind::Invalidating => unsafe {
@@ -412,12 +435,20 @@ pub(crate) fn probe(kind: ClientKind, addr: u64, size: u64) -> bool {
         }
         Err(e) if e == EINVAL || e == EOPNOTSUPP && kind == ClientKind::Persistent => false,
         Err(e) => {
-            crate::dbg_log!("claiming {:#x} (+{:#x}) although pinning failed: {:?}\n", va, len, e);
+            crate::dbg_log!(
+                "claiming {:#x} (+{:#x}) although pinning failed: {:?}\n",
+                va,
+                len,
+                e
+            );
             true
         }
     }
 }
 
 /// The free callback of a probe pin: nothing to invalidate.
+///
+/// # Safety
+///
+/// None: the data pointer is ignored.
 unsafe extern "C" fn probe_callback(_data: *mut c_void) {}
-

@@ -15,6 +15,9 @@ int nvpm_param_persistent_api_support(void);
 struct pci_dev *nvpm_dev_to_pci(struct device *dev);
 void nvpm_module_get(void);
 void nvpm_module_put(void);
+void *nvpm_nvidia_get_pages_persistent(void);
+void *nvpm_nvidia_put_pages_persistent(void);
+bool nvpm_nvidia_has_cap_persistent_pages(void);
 
 /* Accepts only 0 or 1; anything else fails the load with -EINVAL and a log line. */
 static int nvpm_param_set_switch(const char *val, const struct kernel_param *kp)
@@ -78,4 +81,28 @@ void nvpm_module_get(void)
 void nvpm_module_put(void)
 {
 	module_put(THIS_MODULE);
+}
+
+/*
+ * Optional entry points of nvidia.ko. Weak references resolve to NULL when the loaded driver
+ * does not export them (symbol_get() cannot be used: it refuses symbols that are not exported
+ * GPL-only, and NVIDIA's are plain EXPORT_SYMBOL).
+ */
+extern int nvidia_p2p_get_pages_persistent(u64 va, u64 len, void **page_table, u32 flags) __weak;
+extern int nvidia_p2p_put_pages_persistent(u64 va, void *page_table, u32 flags) __weak;
+extern const int nvidia_p2p_cap_persistent_pages __weak;
+
+void *nvpm_nvidia_get_pages_persistent(void)
+{
+	return nvidia_p2p_get_pages_persistent;
+}
+
+void *nvpm_nvidia_put_pages_persistent(void)
+{
+	return nvidia_p2p_put_pages_persistent;
+}
+
+bool nvpm_nvidia_has_cap_persistent_pages(void)
+{
+	return &nvidia_p2p_cap_persistent_pages != NULL;
 }

@@ -81,8 +81,7 @@ extern "C" {
 }
 
 /// Signatures of the optional persistent-pages entry points, looked up at load time.
-type GetPagesPersistentFn =
-    unsafe extern "C" fn(u64, u64, *mut *mut RawPageTable, u32) -> c_int;
+type GetPagesPersistentFn = unsafe extern "C" fn(u64, u64, *mut *mut RawPageTable, u32) -> c_int;
 type PutPagesPersistentFn = unsafe extern "C" fn(u64, *mut RawPageTable, u32) -> c_int;
 
 fn version_compatible(have: u32, want: u32) -> bool {
@@ -129,7 +128,11 @@ impl PageTable {
         // SAFETY: `raw` is a valid out-pointer; the caller guarantees the callback contract.
         to_result(unsafe { nvidia_p2p_get_pages(0, 0, va, len, &mut raw, callback, data) })?;
         let raw = NonNull::new(raw).ok_or(EIO)?;
-        Ok(Self { raw, va, kind: PinKind::Revocable })
+        Ok(Self {
+            raw,
+            va,
+            kind: PinKind::Revocable,
+        })
     }
 
     /// Pins `[va, va + len)` with no free callback through the persistent API.
@@ -139,7 +142,11 @@ impl PageTable {
         // `api` holds); `raw` is a valid out-pointer.
         to_result(unsafe { (api.get)(va, len, &mut raw, 0) })?;
         let raw = NonNull::new(raw).ok_or(EIO)?;
-        Ok(Self { raw, va, kind: PinKind::Persistent(api.put) })
+        Ok(Self {
+            raw,
+            va,
+            kind: PinKind::Persistent(api.put),
+        })
     }
 
     fn raw(&self) -> &RawPageTable {
@@ -293,25 +300,17 @@ impl DmaMapping {
     }
 }
 
-/// The persistent-pages API, when `nvidia.ko` exports it. Holds references on the symbols (and
-/// so on `nvidia.ko`) until dropped.
+/// The persistent-pages entry points of `nvidia.ko`.
 pub(crate) struct PersistentApi {
     get: GetPagesPersistentFn,
     put: PutPagesPersistentFn,
 }
 
-const GET_PERSISTENT: &CStr = c"nvidia_p2p_get_pages_persistent";
-const PUT_PERSISTENT: &CStr = c"nvidia_p2p_put_pages_persistent";
-const CAP_PERSISTENT: &CStr = c"nvidia_p2p_cap_persistent_pages";
-
-fn symbol_get(name: &CStr) -> *mut c_void {
-    // SAFETY: `name` is a NUL-terminated string; a non-NULL result holds a module reference.
-    unsafe { bindings::__symbol_get(name.as_char_ptr()) }
-}
-
-fn symbol_put(name: &CStr) {
-    // SAFETY: only called for names whose `symbol_get` succeeded.
-    unsafe { bindings::__symbol_put(name.as_char_ptr()) }
+extern "C" {
+    // Weak references to NVIDIA's optional symbols, NULL when absent (see glue.c).
+    fn nvpm_nvidia_get_pages_persistent() -> *mut c_void;
+    fn nvpm_nvidia_put_pages_persistent() -> *mut c_void;
+    fn nvpm_nvidia_has_cap_persistent_pages() -> bool;
 }
 
 /// What nvidia.ko offers for pins without a free callback.
@@ -325,36 +324,29 @@ pub(crate) enum PersistentSupport {
 
 impl PersistentSupport {
     pub(crate) fn probe() -> Self {
-        let get = symbol_get(GET_PERSISTENT);
-        let put = symbol_get(PUT_PERSISTENT);
+        // SAFETY: the helpers only return the addresses of weak symbol references.
+        let (get, put, cap) = unsafe {
+            (
+                nvpm_nvidia_get_pages_persistent(),
+                nvpm_nvidia_put_pages_persistent(),
+                nvpm_nvidia_has_cap_persistent_pages(),
+            )
+        };
         if !get.is_null() && !put.is_null() {
-            // SAFETY: the symbols are NVIDIA's functions with these documented signatures.
-            let api = unsafe {
+            // SAFETY: the symbols are NVIDIA's functions with these documented signatures; the
+            // module dependency on nvidia.ko keeps them loaded while we are.
+            return Self::Api(unsafe {
                 PersistentApi {
                     get: core::mem::transmute::<*mut c_void, GetPagesPersistentFn>(get),
                     put: core::mem::transmute::<*mut c_void, PutPagesPersistentFn>(put),
                 }
-            };
-            return Self::Api(api);
+            });
         }
-        if !get.is_null() {
-            symbol_put(GET_PERSISTENT);
+        if cap {
+            Self::NullCallback
+        } else {
+            Self::None
         }
-        if !put.is_null() {
-            symbol_put(PUT_PERSISTENT);
-        }
-        if !symbol_get(CAP_PERSISTENT).is_null() {
-            symbol_put(CAP_PERSISTENT);
-            return Self::NullCallback;
-        }
-        Self::None
-    }
-}
-
-impl Drop for PersistentApi {
-    fn drop(&mut self) {
-        symbol_put(GET_PERSISTENT);
-        symbol_put(PUT_PERSISTENT);
     }
 }
 

@@ -91,7 +91,10 @@ impl kernel::Module for NvPeerMem {
             core::ptr::from_ref::<Globals>(&globals).cast_mut(),
             Ordering::Release,
         );
-        let mut this = Self { clients: KVec::new(), _globals: globals };
+        let mut this = Self {
+            clients: KVec::new(),
+            _globals: globals,
+        };
 
         let persistent_only = params::persistent_only() && has_persistent;
         if params::persistent_only() && !has_persistent {
@@ -100,7 +103,11 @@ impl kernel::Module for NvPeerMem {
         if persistent_only {
             this.add(&NV_MEM_PERSISTENT, false)?;
         } else {
-            let invalidating = if params::legacy_peerdirect() { &NV_MEM_LEGACY } else { &NV_MEM };
+            let invalidating = if params::legacy_peerdirect() {
+                &NV_MEM_LEGACY
+            } else {
+                &NV_MEM
+            };
             this.add(invalidating, true)?;
             if has_persistent {
                 this.add(&NV_MEM_NC, false)?;
@@ -111,8 +118,16 @@ impl kernel::Module for NvPeerMem {
         pr_info!(
             "loaded, version {} ({} PeerDirect registration{})\n",
             VERSION,
-            if params::legacy_peerdirect() { "legacy" } else { "extended" },
-            if persistent_only { ", persistent nv_mem" } else { "" }
+            if params::legacy_peerdirect() {
+                "legacy"
+            } else {
+                "extended"
+            },
+            if persistent_only {
+                ", persistent nv_mem"
+            } else {
+                ""
+            }
         );
         Ok(this)
     }

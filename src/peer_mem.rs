@@ -138,7 +138,12 @@ impl PeerMemoryClientEx {
     }
 
     pub(crate) fn name(&self) -> &str {
-        let len = self.client.name.iter().position(|&b| b == 0).unwrap_or(NAME_MAX);
+        let len = self
+            .client
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(NAME_MAX);
         core::str::from_utf8(&self.client.name[..len]).unwrap_or("?")
     }
 }
@@ -180,20 +185,36 @@ unsafe impl Sync for Registration {}
 
 impl Registration {
     /// Registers `client`. An invalidating client receives ib_core's invalidate function.
-    pub(crate) fn register(client: &'static PeerMemoryClientEx, invalidating: bool) -> Result<Self> {
+    pub(crate) fn register(
+        client: &'static PeerMemoryClientEx,
+        invalidating: bool,
+    ) -> Result<Self> {
         let mut invalidate: Option<InvalidateFn> = None;
-        let out: *mut Option<InvalidateFn> =
-            if invalidating { &mut invalidate } else { core::ptr::null_mut() };
+        let out: *mut Option<InvalidateFn> = if invalidating {
+            &mut invalidate
+        } else {
+            core::ptr::null_mut()
+        };
         // SAFETY: `client` is 'static; `out` is NULL or points to a local ib_core fills in.
         let handle = unsafe { ib_register_peer_memory_client(&client.client, out) };
         let handle = NonNull::new(handle).ok_or_else(|| {
-            pr_err!("ib_core refused to register peer memory client {}\n", client.name());
+            pr_err!(
+                "ib_core refused to register peer memory client {}\n",
+                client.name()
+            );
             EINVAL
         })?;
-        let reg = Self { handle, client, invalidating };
+        let reg = Self {
+            handle,
+            client,
+            invalidating,
+        };
         if invalidating {
             let f = invalidate.ok_or_else(|| {
-                pr_err!("ib_core gave client {} no invalidate function\n", client.name());
+                pr_err!(
+                    "ib_core gave client {} no invalidate function\n",
+                    client.name()
+                );
                 EINVAL
             })?;
             INVALIDATE_FN.store(f as *mut c_void, Ordering::Release);
