@@ -1,0 +1,58 @@
+# shellcheck shell=bash
+# Sourced by run.sh and demo.sh: installs the host tools, builds (or reuses) the test kernel,
+# builds the fakes and nv_peer_mem against it in a copy of the sources, makes the BAR images and
+# the initramfs. Sets: kbuild ksrc work build_dir logs initrd; build_ok=1 when all modules built.
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+. "$top/tests/kernel/env.sh"
+
+"$top/tests/kernel/setup-host.sh" || die "host setup failed"
+kbuild=$("$top/tests/kernel/build-kernel.sh") || die "no test kernel"
+ksrc=$(dirname "$kbuild")/src
+work=$NVPM_CACHE/work/$(basename "$(dirname "$kbuild")")
+build_dir=$work/build
+logs=$work/logs
+initrd=$work/initramfs.cpio.gz
+mkdir -p "$work" "$logs"
+mapfile -t kargs < <(kmake_args)
+
+fake_build() { # fake_build DIR [FLAVOUR]
+	make -C "$kbuild" "${kargs[@]}" M="$1" ${2:+FLAVOUR=$2} W=1 modules
+}
+module_make() { # module_make DIR [make args]: the project Makefile in DIR, as a user runs it
+	local dir=$1
+	shift
+	make -C "$dir" KDIR="$kbuild" RUSTC="$HOST_RUSTC" LLVM="$LLVM_DIR/bin/" \
+		EXTRA_KMAKE="BINDGEN=$BINDGEN RUSTFMT=$HOST_RUSTFMT CLIPPY_DRIVER=$HOST_CLIPPY ${KMAKE_EXTRA:-}" \
+		OFA_SYMVERS="$build_dir/ib_core/Module.symvers" \
+		NV_SYMVERS="$build_dir/nvidia/Module.symvers" "$@"
+}
+
+say "building the fakes and nv_peer_mem for $(cat "$kbuild/include/config/kernel.release")"
+rm -rf "$build_dir"
+mkdir -p "$build_dir/module"
+cp -r "$top/tests/fakes/ib_core" "$build_dir/ib_core"
+cp -r "$top/Makefile" "$top/Kbuild" "$top/src" "$top/scripts" "$build_dir/module/"
+build_ok=1
+for flavour in caponly nopersist full; do
+	cp -r "$top/tests/fakes/nvidia" "$build_dir/nvidia-$flavour"
+	fake_build "$build_dir/nvidia-$flavour" "$flavour" >"$logs/nvidia-$flavour.log" 2>&1 ||
+		{ build_ok=0; tail -20 "$logs/nvidia-$flavour.log" >&2; }
+done
+ln -sfn nvidia-full "$build_dir/nvidia"
+fake_build "$build_dir/ib_core" >"$logs/ib_core.log" 2>&1 || { build_ok=0; tail -20 "$logs/ib_core.log" >&2; }
+module_make "$build_dir/module" modules >"$logs/module.log" 2>&1 || { build_ok=0; tail -30 "$logs/module.log" >&2; }
+
+if [ $build_ok = 1 ]; then
+	bars=$work/bars
+	if [ ! -f "$bars/gpu1.sha256" ]; then
+		mkdir -p "$bars"
+		python3 "$top/tests/vm/mkbar.py" 1 16 "$bars/gpu0.img" "$bars/gpu0.sha256"
+		python3 "$top/tests/vm/mkbar.py" 2 16 "$bars/gpu1.img" "$bars/gpu1.sha256"
+	fi
+	"$top/tests/vm/mkinitramfs.sh" "$kbuild" "$initrd" "$bars" \
+		"$build_dir/nvidia-full/nvidia.ko" \
+		"/opt/fake-nvidia/caponly/nvidia.ko=$build_dir/nvidia-caponly/nvidia.ko" \
+		"/opt/fake-nvidia/nopersist/nvidia.ko=$build_dir/nvidia-nopersist/nvidia.ko" \
+		"$build_dir/ib_core/ib_core.ko" "$build_dir/module/nv_peer_mem.ko" ||
+		die "initramfs build failed"
+fi

@@ -1,0 +1,89 @@
+# shellcheck shell=sh
+# Helpers for scenario scripts, sourced inside the test VM (busybox sh).
+# A scenario prints "ok - ..." / "not ok - ..." lines; any "not ok", a non-zero exit or a bad
+# line in its kernel log fails it.
+
+IBC=/sys/kernel/debug/fake_ib_core
+NV=/sys/kernel/debug/fake_nvidia
+PEERS=/sys/kernel/mm/memory_peers
+GPU_VA=0x7f0000000000 # where scenarios put their first GPU buffer
+FAILED=0
+
+ok() { echo "ok - $*"; }
+not_ok() { echo "not ok - $*"; FAILED=1; }
+
+# check DESCRIPTION COMMAND...: the command must succeed.
+check() {
+	d=$1; shift
+	if "$@"; then ok "$d"; else not_ok "$d"; fi
+}
+
+# expect_errno ERRNO_TEXT DESCRIPTION FILE LINE: writing LINE into FILE must fail with ERRNO_TEXT
+# (strerror text as busybox prints it, e.g. "Bad address").
+expect_write_error() {
+	want=$1 d=$2 f=$3 line=$4
+	out=$( (echo "$line" >"$f") 2>&1 )
+	rc=$?
+	case "$rc:$out" in
+	0:*) not_ok "$d (write succeeded, wanted '$want')" ;;
+	*"$want"*) ok "$d" ;;
+	*) not_ok "$d (got '$out', wanted '$want')" ;;
+	esac
+}
+
+ctl_ib() { echo "$*" >$IBC/ctl; }
+ctl_nv() { echo "$*" >$NV/ctl; }
+
+# stat FILE KEY: the value of KEY in a "key value" stats file.
+stat_of() { sed -n "s/^$2 //p" "$1"; }
+
+nv_stat() { stat_of $NV/stats "$1"; }
+ib_stat() { stat_of $IBC/stats "$1"; }
+
+peer_counter() { cat "$PEERS/$1/$2"; }
+
+# load_world [nvidia.ko path] [ib_core args] [nv_peer_mem args]
+load_world() {
+	if [ -n "$1" ]; then insmod "$1" || return 1; else modprobe nvidia || return 1; fi
+	# shellcheck disable=SC2086
+	modprobe ib_core $2 || return 1
+	# shellcheck disable=SC2086
+	modprobe nv_peer_mem $3
+}
+
+unload_world() {
+	rmmod nv_peer_mem && rmmod ib_core && rmmod nvidia
+}
+
+# hexadecimal of an arithmetic expression
+hex() { printf '0x%x' $(($1)); }
+
+# expect_pins_zero: NVIDIA pins, mappings and dead tables back to zero.
+expect_nv_clean() {
+	p=$(nv_stat pins) m=$(nv_stat mappings) d=$(nv_stat dead_tables) q=$(nv_stat persistent_pins)
+	if [ "$p$m$d$q" = 0000 ]; then ok "no pins, mappings or tables left in nvidia${1:+ ($1)}"
+	else not_ok "left in nvidia${1:+ ($1)}: pins=$p persistent=$q mappings=$m dead_tables=$d"; fi
+}
+
+# expected_sha VA: the SHA-256 the host computed for the 4 KiB chunk of GPU memory at VA.
+expected_sha() {
+	va=$(($1))
+	page=$(hex "va & ~0xffff")
+	line=$(grep "^$page " $NV/pages) || { echo "no-such-page"; return; }
+	set -- $line
+	gpu=${3#gpu=}
+	chunk=$((($2 + (va & 0xffff)) / 4096))
+	sed -n "$((chunk + 1))p" "/etc/nvpm/gpu$gpu.sha256"
+}
+
+# dma_check MR OFFSET VA: NIC DMA-reads 4 KiB at OFFSET of MR and compares with the host data
+# of the GPU memory at VA (= MR address + OFFSET).
+dma_check() {
+	if ! ctl_ib "read $1 $(($2)) 4096"; then not_ok "DMA read of MR $1 at offset $(hex "$2") failed"; return; fi
+	got=$(sha256sum <$IBC/dma_buf) got=${got%% *}
+	want=$(expected_sha "$3")
+	if [ "$got" = "$want" ]; then ok "MR $1 offset $(hex "$2"): NIC read the host's data"
+	else not_ok "MR $1 offset $(hex "$2"): NIC read $got, host wrote $want"; fi
+}
+
+finish() { exit $FAILED; }

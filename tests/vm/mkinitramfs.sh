@@ -1,0 +1,38 @@
+#!/bin/bash
+# Build the test VM's initramfs: busybox, /init, the scenarios, the host's BAR checksums and
+# the modules, installed under /lib/modules/<release> with depmod run so that modprobe resolves
+# dependencies as on a real host.
+# usage: mkinitramfs.sh KBUILD OUT.cpio.gz SHA_DIR [DEST=]MODULE.ko...
+#   DEST is an absolute path in the VM, or a path under /lib/modules/<release>/
+#   (default extra/<name>.ko).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+kbuild=$1 out=$2 sha_dir=$3
+shift 3
+kver=$(cat "$kbuild/include/config/kernel.release")
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+
+mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc/nvpm,tests/scenarios,lib/modules/"$kver"/extra}
+cp /bin/busybox "$root/bin/busybox"
+install -m 755 "$here/init" "$root/init"
+install -m 644 "$here/lib.sh" "$here/cleanup.sh" "$here/demo.sh" "$root/tests/"
+install -m 644 "$here"/../scenarios/*.sh "$root/tests/scenarios/"
+cp "$sha_dir"/*.sha256 "$root/etc/nvpm/"
+
+moddir=$root/lib/modules/$kver
+for spec in "$@"; do
+	case $spec in
+	*=*) dest=${spec%%=*} ko=${spec#*=} ;;
+	*) ko=$spec dest=extra/$(basename "$spec") ;;
+	esac
+	case $dest in /*) dest=$root$dest ;; *) dest=$moddir/$dest ;; esac
+	mkdir -p "$(dirname "$dest")"
+	cp "$ko" "$dest"
+done
+for f in modules.order modules.builtin modules.builtin.modinfo; do
+	[ -e "$kbuild/$f" ] && cp "$kbuild/$f" "$moddir/"
+done
+depmod -b "$root" -F "$kbuild/System.map" "$kver"
+
+(cd "$root" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 >"$out"

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Judge each scenario from the VM's console log.
+
+A scenario passes when it ran to its END marker with rc=0, printed no "not ok" line, and its
+kernel log holds no report from KASAN, lockdep, kmemleak, WARN/BUG, a hung task, or a fake
+module's FAKE-VIOLATION. Prints PASS/FAIL lines; exits 1 if any failed.
+"""
+import re
+import sys
+
+BAD = re.compile(
+    r"BUG:|WARNING:|KASAN|kmemleak:|possible circular locking|possible recursive locking|"
+    r"inconsistent lock state|lockdep|INFO: task .* blocked|Oops|general protection|"
+    r"FAKE-VIOLATION|Kernel panic|sleeping function called from invalid context|"
+    r"UBSAN|list_add corruption|refcount_t:"
+)
+
+
+def main() -> int:
+    log_path, scenarios = sys.argv[1], sys.argv[2:] + ["kmemleak"]
+    text = open(log_path, errors="replace").read()
+    blocks = {}
+    for m in re.finditer(r"^=== BEGIN (\S+)\r?$(.*?)^=== END \1 rc=(\d+)", text, re.M | re.S):
+        blocks[m.group(1)] = (m.group(2), int(m.group(3)))
+    failed = 0
+    for name in scenarios:
+        if name not in blocks:
+            if name == "kmemleak" and "=== BEGIN kmemleak" not in text and "VM-DONE" in text:
+                continue  # kernel without kmemleak
+            reason = "did not finish (timeout or crash; see console log)"
+            tail = [l for l in text.splitlines() if l.strip()][-15:]
+            print(f"FAIL {name} ({reason})")
+            for line in tail:
+                print(f"    | {line}")
+            failed += 1
+            continue
+        body, rc = blocks[name]
+        lines = body.splitlines()
+        not_ok = [l for l in lines if l.startswith("not ok")]
+        bad = [l for l in lines if l.startswith("KLOG:") and BAD.search(l)]
+        if rc == 0 and not not_ok and not bad:
+            print(f"PASS {name}")
+            continue
+        failed += 1
+        why = []
+        if rc:
+            why.append(f"rc={rc}")
+        if not_ok:
+            why.append(f"{len(not_ok)} failed checks")
+        if bad:
+            why.append("kernel reports")
+        print(f"FAIL {name} ({', '.join(why)})")
+        for l in (not_ok + bad)[:20]:
+            print(f"    | {l}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
