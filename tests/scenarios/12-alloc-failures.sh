@@ -1,0 +1,34 @@
+# shellcheck shell=sh
+# Fail the n-th memory allocation of a registration attempt, for n = 1..40 (which covers every
+# allocation of the path: fake ib_core, nv_peer_mem, fake nvidia, IOMMU): each attempt either
+# succeeds or fails with an errno, and after each one nothing is left behind (kmemleak checks
+# the rest at the end of the run).
+check "load" load_world
+check "cudaMalloc" ctl_nv "alloc $GPU_VA 0x100000 shuffled"
+check "failslab may fail sleeping allocations" sh -c "echo N > /sys/kernel/debug/failslab/ignore-gfp-wait"
+echo 0 >/sys/kernel/debug/failslab/verbose
+n=1 failures=0 successes=0 dirty=0
+while [ $n -le 40 ]; do
+	if sh -c "echo $n > /proc/thread-self/fail-nth && echo 'reg 1 edu0 $GPU_VA 0x100000' > $IBC/ctl" 2>/dev/null; then
+		successes=$((successes + 1))
+		ctl_ib "dereg 1" || not_ok "dereg after success at n=$n"
+	else
+		failures=$((failures + 1))
+	fi
+	p=$(nv_stat pins) m=$(nv_stat mappings) d=$(nv_stat dead_tables) r=$(cat /sys/module/nv_peer_mem/refcnt)
+	if [ "$p$m$d$r" != 0000 ] || [ -n "$(cat $IBC/regs)" ]; then
+		not_ok "allocation $n failed and left pins=$p mappings=$m tables=$d refcnt=$r regs='$(cat $IBC/regs)'"
+		dirty=1
+		break
+	fi
+	n=$((n + 1))
+done
+check "some registrations failed under injection ($failures of 40)" test $failures -gt 0
+check "some succeeded ($successes of 40)" test $successes -gt 0
+check "nothing left behind after any failure" test $dirty = 0
+check "a registration works afterwards" ctl_ib "reg 1 edu0 $GPU_VA 0x100000"
+dma_check 1 0x80000 "$GPU_VA + 0x80000"
+check "deregister" ctl_ib "dereg 1"
+expect_nv_clean
+check "unload" unload_world
+finish
