@@ -29,6 +29,8 @@ check "nothing left behind after any failure" test $dirty = 0
 check "a registration works afterwards" ctl_ib "reg 1 edu0 $GPU_VA 0x100000"
 dma_check 1 0x80000 "$GPU_VA + 0x80000"
 check "deregister" ctl_ib "dereg 1"
+echo Y >/sys/kernel/debug/failslab/ignore-gfp-wait
+check "cudaFree" ctl_nv "free $GPU_VA"
 expect_nv_clean
 check "unload" unload_world
 finish

@@ -16,7 +16,7 @@ for g in 0 1; do
 	cp "$work/../bars/gpu$g.img" "$work/gpu$g.img"
 done
 
-timeout_s=${NVPM_VM_TIMEOUT:-$((120 + 60 * ${#scenarios[@]}))}
+timeout_s=${NVPM_VM_TIMEOUT:-$((300 + 90 * ${#scenarios[@]}))}
 list=$(IFS=,; echo "${scenarios[*]}")
 start=$SECONDS
 timeout --foreground "$timeout_s" qemu-system-x86_64 \
