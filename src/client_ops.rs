@@ -4,7 +4,6 @@
 //! the registry, so a stale or foreign pointer is refused instead of dereferenced.
 
 use core::ffi::{c_char, c_int, c_ulong, c_void};
-use kernel::bindings;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -115,7 +114,7 @@ unsafe extern "C" fn get_pages(
     size: usize,
     _write: c_int,
     _force: c_int,
-    _sg_head: *mut bindings::sg_table,
+    _sg_head: *mut c_void,
     client_context: *mut c_void,
     core_context: u64,
 ) -> c_int {
@@ -145,9 +144,9 @@ unsafe extern "C" fn get_pages(
 /// `sg_head`, `dma_device` and `nmap` must be NULL or valid (ib_core's contract), and stay
 /// valid until ib_core unmaps or releases the registration.
 unsafe extern "C" fn dma_map(
-    sg_head: *mut bindings::sg_table,
+    sg_head: *mut c_void,
     client_context: *mut c_void,
-    dma_device: *mut bindings::device,
+    dma_device: *mut c_void,
     _dmasync: c_int,
     nmap: *mut c_int,
 ) -> c_int {
@@ -155,7 +154,7 @@ unsafe extern "C" fn dma_map(
         return errno(EINVAL);
     };
     // SAFETY: ib_core passes its DMA device (or NULL, handled by the helper).
-    let peer = unsafe { nvpm_dev_to_pci(dma_device.cast()) }.cast::<bindings::pci_dev>();
+    let peer = unsafe { nvpm_dev_to_pci(dma_device) };
     if peer.is_null() || sg_head.is_null() || nmap.is_null() {
         pr_err!(
             "dma_map {:#x} (+{:#x}): the DMA device is not a PCI device\n",
@@ -183,9 +182,9 @@ unsafe extern "C" fn dma_map(
 ///
 /// Called by ib_core only; `client_context` is resolved through the registry.
 unsafe extern "C" fn dma_unmap(
-    _sg_head: *mut bindings::sg_table,
+    _sg_head: *mut c_void,
     client_context: *mut c_void,
-    _dma_device: *mut bindings::device,
+    _dma_device: *mut c_void,
 ) -> c_int {
     let Some(ctx) = lookup(client_context, "dma_unmap") else {
         return errno(EINVAL);
@@ -199,7 +198,7 @@ unsafe extern "C" fn dma_unmap(
 /// # Safety
 ///
 /// Called by ib_core only; `client_context` is resolved through the registry.
-unsafe extern "C" fn put_pages(_sg_head: *mut bindings::sg_table, client_context: *mut c_void) {
+unsafe extern "C" fn put_pages(_sg_head: *mut c_void, client_context: *mut c_void) {
     if let Some(ctx) = lookup(client_context, "put_pages") {
         ctx.put_pages();
     }

@@ -15,12 +15,11 @@
 //! by a successful `put_pages` (after which NVIDIA never calls back).
 
 use core::ffi::c_void;
-use kernel::bindings;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
-use kernel::task::Task;
 
+use crate::compat::eopnotsupp;
 use crate::nv_p2p::{DmaMapping, PageTable, GPU_PAGE_MASK, GPU_PAGE_SIZE};
 use crate::peer_mem;
 use crate::sg::DmaSgTable;
@@ -56,7 +55,7 @@ struct Inner {
     /// Set by the free callback; tells a `Busy` operation to free what it holds.
     freed: bool,
     /// The task running ib_core's invalidate for us: calls it makes into the client are no-ops.
-    invalidating_task: *mut bindings::task_struct,
+    invalidating_task: *mut c_void,
 }
 
 /// The per-registration context.
@@ -87,8 +86,14 @@ pub(crate) fn gpu_range(addr: u64, size: u64) -> Option<(u64, u64)> {
     Some((va, end - va))
 }
 
-fn current() -> *mut bindings::task_struct {
-    Task::current_raw()
+extern "C" {
+    fn nvpm_current_task() -> *mut c_void;
+}
+
+/// The running task, as an identity to compare with.
+fn current() -> *mut c_void {
+    // SAFETY: returns `current`; no requirement.
+    unsafe { nvpm_current_task() }
 }
 
 impl Context {
@@ -196,9 +201,11 @@ impl Context {
         let revocable = self.kind == ClientKind::Invalidating;
         match table.put() {
             Ok(()) if revocable => {
-                // SAFETY: the reference given to NVIDIA in `pin_revocable`; NVIDIA has dropped
-                // the callback, so nothing else will consume it.
-                drop(unsafe { Arc::from_raw(Arc::as_ptr(self)) });
+                let raw: *const Self = &**self;
+                // SAFETY: `raw` is what `Arc::into_raw` returned for the reference given to
+                // NVIDIA in `pin_revocable`; NVIDIA has dropped the callback, so nothing else
+                // will consume that reference.
+                drop(unsafe { Arc::from_raw(raw) });
             }
             Ok(()) => {}
             // A free callback raced the put: the callback owns its reference.
@@ -220,8 +227,8 @@ impl Context {
     /// must stay valid until `dma_unmap`, `release`, or the end of an invalidation.
     pub(crate) unsafe fn dma_map(
         self: &Arc<Self>,
-        peer: *mut bindings::pci_dev,
-        sgt: *mut bindings::sg_table,
+        peer: *mut c_void,
+        sgt: *mut c_void,
     ) -> Result<u32> {
         let table = {
             let mut inner = self.inner.lock();
@@ -433,7 +440,7 @@ pub(crate) fn probe(kind: ClientKind, addr: u64, size: u64) -> bool {
             let _ = t.put();
             true
         }
-        Err(e) if e == EINVAL || e == EOPNOTSUPP && kind == ClientKind::Persistent => false,
+        Err(e) if e == EINVAL || e == eopnotsupp() && kind == ClientKind::Persistent => false,
         Err(e) => {
             crate::dbg_log!(
                 "claiming {:#x} (+{:#x}) although pinning failed: {:?}\n",

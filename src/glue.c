@@ -8,6 +8,8 @@
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/pci.h>
+#include <linux/sched.h>
+#include <linux/scatterlist.h>
 
 int nvpm_param_enable_dbg(void);
 int nvpm_param_peerdirect_support(void);
@@ -18,6 +20,10 @@ void nvpm_module_put(void);
 void *nvpm_nvidia_get_pages_persistent(void);
 void *nvpm_nvidia_put_pages_persistent(void);
 bool nvpm_nvidia_has_cap_persistent_pages(void);
+void *nvpm_current_task(void);
+int nvpm_sg_fill(struct sg_table *sgt, const u64 *dma_addresses, unsigned int n, u32 len);
+void nvpm_sg_free(struct sg_table *sgt);
+unsigned int nvpm_sg_nents(const struct sg_table *sgt);
 
 /* Accepts only 0 or 1; anything else fails the load with -EINVAL and a log line. */
 static int nvpm_param_set_switch(const char *val, const struct kernel_param *kp)
@@ -105,4 +111,41 @@ void *nvpm_nvidia_put_pages_persistent(void)
 bool nvpm_nvidia_has_cap_persistent_pages(void)
 {
 	return &nvidia_p2p_cap_persistent_pages != NULL;
+}
+
+/* The running task, compared (never dereferenced) to spot calls re-entering an invalidation. */
+void *nvpm_current_task(void)
+{
+	return current;
+}
+
+/*
+ * Fills ib_core's empty @sgt with @n entries of @len bytes at @dma_addresses. GPU memory has no
+ * struct page: entries carry DMA addresses only.
+ */
+int nvpm_sg_fill(struct sg_table *sgt, const u64 *dma_addresses, unsigned int n, u32 len)
+{
+	struct scatterlist *sg;
+	unsigned int i;
+	int ret;
+
+	ret = sg_alloc_table(sgt, n, GFP_KERNEL);
+	if (ret)
+		return ret;
+	for_each_sgtable_sg(sgt, sg, i) {
+		sg->length = len;
+		sg_dma_address(sg) = dma_addresses[i];
+		sg_dma_len(sg) = len;
+	}
+	return 0;
+}
+
+void nvpm_sg_free(struct sg_table *sgt)
+{
+	sg_free_table(sgt);
+}
+
+unsigned int nvpm_sg_nents(const struct sg_table *sgt)
+{
+	return sgt->nents;
 }

@@ -8,7 +8,6 @@
 
 use core::ffi::{c_int, c_void};
 use core::ptr::NonNull;
-use kernel::bindings;
 use kernel::error::to_result;
 use kernel::prelude::*;
 
@@ -226,7 +225,7 @@ impl Drop for PageTable {
 /// NVIDIA's DMA mapping of a page table for one peer PCI device.
 pub(crate) struct DmaMapping {
     raw: NonNull<RawDmaMapping>,
-    peer: *mut bindings::pci_dev,
+    peer: *mut c_void,
 }
 
 // SAFETY: an NVIDIA-owned object usable from any thread; the wrapper owns it uniquely.
@@ -238,10 +237,10 @@ impl DmaMapping {
     /// # Safety
     ///
     /// `peer` must be a valid PCI device that outlives the mapping.
-    pub(crate) unsafe fn map(peer: *mut bindings::pci_dev, table: &PageTable) -> Result<Self> {
+    pub(crate) unsafe fn map(peer: *mut c_void, table: &PageTable) -> Result<Self> {
         let mut raw: *mut RawDmaMapping = core::ptr::null_mut();
         // SAFETY: `peer` is valid (caller), `table` is live, `raw` is a valid out-pointer.
-        to_result(unsafe { nvidia_p2p_dma_map_pages(peer.cast(), table.as_ptr(), &mut raw) })?;
+        to_result(unsafe { nvidia_p2p_dma_map_pages(peer, table.as_ptr(), &mut raw) })?;
         let raw = NonNull::new(raw).ok_or(EIO)?;
         let mapping = Self { raw, peer };
         // SAFETY: NVIDIA returned a valid mapping.
@@ -282,9 +281,8 @@ impl DmaMapping {
     pub(crate) fn unmap(self, table: &PageTable) {
         let this = core::mem::ManuallyDrop::new(self);
         // SAFETY: the mapping was made for `this.peer` from `table`.
-        let ret = unsafe {
-            nvidia_p2p_dma_unmap_pages(this.peer.cast(), table.as_ptr(), this.raw.as_ptr())
-        };
+        let ret =
+            unsafe { nvidia_p2p_dma_unmap_pages(this.peer, table.as_ptr(), this.raw.as_ptr()) };
         if ret != 0 {
             // SAFETY: NVIDIA refused the unmap because the table was revoked; the mapping
             // object is still ours to free.

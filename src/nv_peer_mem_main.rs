@@ -7,6 +7,7 @@ use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::prelude::*;
 
 mod client_ops;
+mod compat;
 mod context;
 mod module_ref;
 mod nv_p2p;
@@ -19,10 +20,22 @@ use nv_p2p::{PageTable, PersistentSupport};
 use peer_mem::{PeerMemoryClientEx, Registration};
 use registry::Registry;
 
+// The `module!` macro took one `author` before Linux 6.13-ish and a list of `authors` since;
+// Kbuild tells which (`nvpm_module_authors`).
+#[cfg(nvpm_module_authors)]
 module! {
     type: NvPeerMem,
     name: "nv_peer_mem",
     authors: ["nv_peer_mem in Rust developers"],
+    description: "NVIDIA GPU memory plug-in for MLNX_OFED PeerDirect (GPUDirect RDMA)",
+    license: "GPL",
+}
+
+#[cfg(not(nvpm_module_authors))]
+module! {
+    type: NvPeerMem,
+    name: "nv_peer_mem",
+    author: "nv_peer_mem in Rust developers",
     description: "NVIDIA GPU memory plug-in for MLNX_OFED PeerDirect (GPUDirect RDMA)",
     license: "GPL",
 }
@@ -67,15 +80,17 @@ impl PersistentSupport {
             Self::NullCallback => unsafe {
                 PageTable::get_revocable(va, len, None, core::ptr::null_mut())
             },
-            Self::None => Err(EOPNOTSUPP),
+            Self::None => Err(compat::eopnotsupp()),
         }
     }
 }
 
 struct NvPeerMem {
-    // Dropped first: unregistering waits for ib_core to release every registration.
-    clients: KVec<Registration>,
-    // Owns what `GLOBALS` points to.
+    /// "nv_mem": invalidating, or persistent with `persistent_api_support=1`.
+    main: Option<Registration>,
+    /// "nv_mem_nc", where nvidia.ko supports persistent pages.
+    nc: Option<Registration>,
+    // Owns what `GLOBALS` points to; dropped after the clients are unregistered.
     _globals: Pin<KBox<Globals>>,
 }
 
@@ -92,7 +107,8 @@ impl kernel::Module for NvPeerMem {
             Ordering::Release,
         );
         let mut this = Self {
-            clients: KVec::new(),
+            main: None,
+            nc: None,
             _globals: globals,
         };
 
@@ -100,17 +116,16 @@ impl kernel::Module for NvPeerMem {
         if params::persistent_only() && !has_persistent {
             pr_warn!("persistent_api_support=1 but nvidia.ko offers no persistent pages: registering the invalidating nv_mem instead\n");
         }
-        if persistent_only {
-            this.add(&NV_MEM_PERSISTENT, false)?;
+        let legacy = params::legacy_peerdirect();
+        this.main = Some(if persistent_only {
+            Registration::register(&NV_MEM_PERSISTENT, false)?
         } else {
-            let invalidating = if params::legacy_peerdirect() {
-                &NV_MEM_LEGACY
-            } else {
-                &NV_MEM
-            };
-            this.add(invalidating, true)?;
+            Registration::register(if legacy { &NV_MEM_LEGACY } else { &NV_MEM }, true)?
+        });
+        // With persistent_api_support=1, nv_mem itself is the persistent client.
+        if !persistent_only {
             if has_persistent {
-                this.add(&NV_MEM_NC, false)?;
+                this.nc = Some(Registration::register(&NV_MEM_NC, false)?);
             } else {
                 pr_info!("nvidia.ko offers no persistent pages: client nv_mem_nc not registered\n");
             }
@@ -118,11 +133,7 @@ impl kernel::Module for NvPeerMem {
         pr_info!(
             "loaded, version {} ({} PeerDirect registration{})\n",
             VERSION,
-            if params::legacy_peerdirect() {
-                "legacy"
-            } else {
-                "extended"
-            },
+            if legacy { "legacy" } else { "extended" },
             if persistent_only {
                 ", persistent nv_mem"
             } else {
@@ -133,20 +144,11 @@ impl kernel::Module for NvPeerMem {
     }
 }
 
-impl NvPeerMem {
-    fn add(&mut self, client: &'static PeerMemoryClientEx, invalidating: bool) -> Result {
-        let reg = Registration::register(client, invalidating)?;
-        self.clients.push(reg, GFP_KERNEL)?;
-        Ok(())
-    }
-}
-
 impl Drop for NvPeerMem {
     fn drop(&mut self) {
-        // Unregister in reverse order; each waits for its registrations to be released.
-        while let Some(reg) = self.clients.pop() {
-            drop(reg);
-        }
+        // Unregistering waits until ib_core has released every registration of the client.
+        drop(self.nc.take());
+        drop(self.main.take());
         // Nothing can call in any more; `globals` is freed after this.
         GLOBALS.store(core::ptr::null_mut(), Ordering::Release);
     }

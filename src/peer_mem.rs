@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The PeerDirect API of MLNX_OFED's `ib_core`, declared from its documented ABI, and the
-//! registration of our clients with it.
+//! registration of our clients with it. Kernel structs ib_core passes (`sg_table`, `device`)
+//! are opaque here.
 
 use core::ffi::{c_char, c_int, c_ulong, c_void};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, Ordering};
-use kernel::bindings;
 use kernel::prelude::*;
 
 const NAME_MAX: usize = 64;
@@ -26,24 +26,24 @@ pub(crate) type GetPagesFn = unsafe extern "C" fn(
     size: usize,
     write: c_int,
     force: c_int,
-    sg_head: *mut bindings::sg_table,
+    sg_head: *mut c_void,
     client_context: *mut c_void,
     core_context: u64,
 ) -> c_int;
 pub(crate) type DmaMapFn = unsafe extern "C" fn(
-    sg_head: *mut bindings::sg_table,
+    sg_head: *mut c_void,
     client_context: *mut c_void,
-    dma_device: *mut bindings::device,
+    dma_device: *mut c_void,
     dmasync: c_int,
     nmap: *mut c_int,
 ) -> c_int;
 pub(crate) type DmaUnmapFn = unsafe extern "C" fn(
-    sg_head: *mut bindings::sg_table,
+    sg_head: *mut c_void,
     client_context: *mut c_void,
-    dma_device: *mut bindings::device,
+    dma_device: *mut c_void,
 ) -> c_int;
 pub(crate) type PutPagesFn =
-    unsafe extern "C" fn(sg_head: *mut bindings::sg_table, client_context: *mut c_void);
+    unsafe extern "C" fn(sg_head: *mut c_void, client_context: *mut c_void);
 pub(crate) type GetPageSizeFn = unsafe extern "C" fn(client_context: *mut c_void) -> c_ulong;
 pub(crate) type ReleaseFn = unsafe extern "C" fn(client_context: *mut c_void);
 /// ib_core's function a client calls to invalidate a registration.

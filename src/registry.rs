@@ -3,16 +3,17 @@
 //! The live registrations, by the id ib_core knows them as (its `client_context`).
 
 use core::sync::atomic::{AtomicUsize, Ordering};
+use kernel::new_mutex;
 use kernel::prelude::*;
-use kernel::sync::Arc;
-use kernel::xarray::{AllocKind, XArray};
+use kernel::rbtree::{RBTree, RBTreeNode};
+use kernel::sync::{Arc, Mutex};
 
 use crate::context::Context;
 
 #[pin_data]
 pub(crate) struct Registry {
     #[pin]
-    contexts: XArray<Arc<Context>>,
+    contexts: Mutex<RBTree<usize, Arc<Context>>>,
     /// Ids are never reused, so a stale id from ib_core cannot reach a newer registration.
     next_id: AtomicUsize,
 }
@@ -20,22 +21,23 @@ pub(crate) struct Registry {
 impl Registry {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
-            contexts <- XArray::new(AllocKind::Alloc),
+            contexts <- new_mutex!(RBTree::new()),
             next_id: AtomicUsize::new(1),
         })
     }
 
     pub(crate) fn insert(&self, ctx: Arc<Context>) -> Result<usize> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.contexts.lock().store(id, ctx, GFP_KERNEL)?;
+        let node = RBTreeNode::new(id, ctx, GFP_KERNEL)?;
+        self.contexts.lock().insert(node);
         Ok(id)
     }
 
     pub(crate) fn get(&self, id: usize) -> Option<Arc<Context>> {
-        self.contexts.lock().get(id).map(Arc::from)
+        self.contexts.lock().get(&id).cloned()
     }
 
     pub(crate) fn remove(&self, id: usize) -> Option<Arc<Context>> {
-        self.contexts.lock().remove(id)
+        self.contexts.lock().remove(&id)
     }
 }
