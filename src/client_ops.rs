@@ -74,34 +74,24 @@ fn acquire(
     1
 }
 
-/// ib_core's `acquire` for nv_mem.
+/// ib_core's `acquire`, for nv_mem (`PERSISTENT = false`) or nv_mem_nc.
 ///
 /// # Safety
 ///
 /// `client_context` must be NULL or valid for writing a pointer (ib_core's contract).
-unsafe extern "C" fn acquire_invalidating(
+unsafe extern "C" fn acquire_entry<const PERSISTENT: bool>(
     addr: c_ulong,
     size: usize,
     _priv: *mut c_void,
     _name: *mut c_char,
     client_context: *mut *mut c_void,
 ) -> c_int {
-    acquire(ClientKind::Invalidating, addr, size, client_context)
-}
-
-/// ib_core's `acquire` for nv_mem_nc.
-///
-/// # Safety
-///
-/// `client_context` must be NULL or valid for writing a pointer (ib_core's contract).
-unsafe extern "C" fn acquire_persistent(
-    addr: c_ulong,
-    size: usize,
-    _priv: *mut c_void,
-    _name: *mut c_char,
-    client_context: *mut *mut c_void,
-) -> c_int {
-    acquire(ClientKind::Persistent, addr, size, client_context)
+    let kind = if PERSISTENT {
+        ClientKind::Persistent
+    } else {
+        ClientKind::Invalidating
+    };
+    acquire(kind, addr, size, client_context)
 }
 
 /// ib_core's `get_pages`.
@@ -234,7 +224,7 @@ unsafe extern "C" fn release(client_context: *mut c_void) {
 
 /// Operations of the invalidating client ("nv_mem").
 pub(crate) const INVALIDATING: ClientOps = ClientOps {
-    acquire: acquire_invalidating,
+    acquire: acquire_entry::<false>,
     get_pages,
     dma_map,
     dma_unmap,
@@ -245,6 +235,6 @@ pub(crate) const INVALIDATING: ClientOps = ClientOps {
 
 /// Operations of the persistent client ("nv_mem_nc").
 pub(crate) const PERSISTENT: ClientOps = ClientOps {
-    acquire: acquire_persistent,
+    acquire: acquire_entry::<true>,
     ..INVALIDATING
 };

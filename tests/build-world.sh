@@ -7,6 +7,7 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
 "$top/tests/kernel/setup-host.sh" || die "host setup failed"
 kbuild=$("$top/tests/kernel/build-kernel.sh") || die "no test kernel"
+# shellcheck disable=SC2034 # read by run.sh
 ksrc=$(dirname "$kbuild")/src
 work=$NVPM_CACHE/work/$(basename "$(dirname "$kbuild")")
 build_dir=$work/build

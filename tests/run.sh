@@ -1,14 +1,16 @@
 #!/bin/bash
-# The test suite: host checks (build warning-free, clippy, rustfmt, shellcheck) and the VM
-# scenarios against the real module and the fakes, on the pinned test kernel.
+# The test suite: on each kernel line (NVPM_KLINES, default "7 6.12": Debian's newest 7.x and
+# the 6.12 LTS), build the fakes and nv_peer_mem and run the VM scenarios; then the host checks
+# (build warning-free, clippy, rustfmt, preflight messages, shellcheck) once.
 # usage: tests/run.sh all|vm|host [SCENARIO...]
-# Ends with "N passed, N failed"; exits non-zero if anything failed.
+# Prints one result line per kernel and ends with "N passed, N failed"; exits non-zero if
+# anything failed.
 set -uo pipefail
 mode=${1:-all}
 shift || true
-. "$(dirname "$0")/build-world.sh"
+here=$(cd "$(dirname "$0")" && pwd)
 
-passed=0 failed=0 failures=()
+passed=0 failed=0 failures=() kernel_lines=()
 result() { # result PASS|FAIL name [detail]
 	if [ "$1" = PASS ]; then
 		passed=$((passed + 1))
@@ -20,37 +22,43 @@ result() { # result PASS|FAIL name [detail]
 	fi
 }
 
-if [ $build_ok = 1 ]; then result PASS build; else result FAIL build "see $logs"; fi
-
-# The VM first: a cached re-run boots it within a couple of minutes.
-if [ "$mode" != host ] && [ $build_ok = 1 ]; then
-	if [ $# -gt 0 ]; then
-		scenarios=("$@")
-	else
-		mapfile -t scenarios < <(cd "$top/tests/scenarios" && for f in *.sh; do echo "${f%.sh}"; done)
+for KLINE in ${NVPM_KLINES:-7 6.12}; do
+	export KLINE
+	. "$here/build-world.sh"
+	krel=$(cat "$kbuild/include/config/kernel.release")
+	before_p=$passed before_f=$failed
+	if [ $build_ok = 1 ]; then result PASS "$krel:build"; else result FAIL "$krel:build" "see $logs"; fi
+	if [ "$mode" != host ] && [ $build_ok = 1 ]; then
+		if [ $# -gt 0 ]; then
+			scenarios=("$@")
+		else
+			mapfile -t scenarios < <(cd "$top/tests/scenarios" && for f in *.sh; do echo "${f%.sh}"; done)
+		fi
+		while read -r verdict name rest; do
+			case $verdict in
+			PASS) result PASS "$krel:vm:$name" ;;
+			FAIL) result FAIL "$krel:vm:$name" "$rest" ;;
+			*) echo "$verdict $name $rest" ;;
+			esac
+		done < <("$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$work/vm" "${scenarios[@]}")
 	fi
-	while read -r verdict name rest; do
-		case $verdict in
-		PASS) result PASS "vm:$name" ;;
-		FAIL) result FAIL "vm:$name" "$rest" ;;
-		*) echo "$verdict $name $rest" ;;
-		esac
-	done < <("$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$work/vm" "${scenarios[@]}")
-fi
+	if [ "$mode" != vm ] && [ $build_ok = 1 ]; then
+		warnings=$(grep -h -i 'warning' "$logs"/nvidia-*.log "$logs/ib_core.log" "$logs/module.log")
+		if [ -z "$warnings" ]; then result PASS "$krel:build-warning-free"
+		else result FAIL "$krel:build-warning-free" "$(echo "$warnings" | head -5)"; fi
 
+		# A second build of the same sources under clippy-driver.
+		cp -r "$build_dir/module" "$build_dir/clippy"
+		if KMAKE_EXTRA=CLIPPY=1 module_make "$build_dir/clippy" clean modules >"$logs/clippy.log" 2>&1 &&
+			! grep -qi 'warning\|error' "$logs/clippy.log"; then
+			result PASS "$krel:clippy"
+		else result FAIL "$krel:clippy" "$(grep -i -A5 'warning\|error' "$logs/clippy.log" | head -20)"; fi
+	fi
+	kernel_lines+=("kernel $krel: $((passed - before_p)) passed, $((failed - before_f)) failed")
+done
 
+# Host checks, once (against the last kernel built).
 if [ "$mode" != vm ] && [ $build_ok = 1 ]; then
-	warnings=$(grep -h -i 'warning' "$logs"/nvidia-*.log "$logs/ib_core.log" "$logs/module.log")
-	if [ -z "$warnings" ]; then result PASS build-warning-free
-	else result FAIL build-warning-free "$(echo "$warnings" | head -5)"; fi
-
-	# A second build of the same sources under clippy-driver.
-	cp -r "$build_dir/module" "$build_dir/clippy"
-	if KMAKE_EXTRA=CLIPPY=1 module_make "$build_dir/clippy" clean modules >"$logs/clippy.log" 2>&1 &&
-		! grep -qi 'warning\|error' "$logs/clippy.log"; then
-		result PASS clippy
-	else result FAIL clippy "$(grep -i -A5 'warning\|error' "$logs/clippy.log" | head -20)"; fi
-
 	if out=$("$HOST_RUSTFMT" --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$top"/src/*.rs 2>&1); then
 		result PASS rustfmt
 	else result FAIL rustfmt "$(echo "$out" | head -20)"; fi
@@ -83,10 +91,11 @@ if [ "$mode" != vm ] && [ $build_ok = 1 ]; then
 	else result FAIL preflight:complete-tree "$out"; fi
 
 	mapfile -t scripts < <(cd "$top" && git ls-files -co --exclude-standard | grep -E '\.sh$|^tests/vm/init$|^\.ci/run$' | sed "s|^|$top/|")
-	if out=$(shellcheck -x "${scripts[@]}" 2>&1); then result PASS shellcheck
+	if out=$(cd "$top" && shellcheck -x -S warning "${scripts[@]}" 2>&1); then result PASS shellcheck
 	else result FAIL shellcheck "$(echo "$out" | head -20)"; fi
 fi
 
+printf '%s\n' "${kernel_lines[@]}"
 ((failed == 0)) || printf 'failed: %s\n' "${failures[*]}"
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -6,6 +6,7 @@
 IBC=/sys/kernel/debug/fake_ib_core
 NV=/sys/kernel/debug/fake_nvidia
 PEERS=/sys/kernel/mm/memory_peers
+# shellcheck disable=SC2034 # used by the scenarios
 GPU_VA=0x7f0000000000 # where scenarios put their first GPU buffer
 FAILED=0
 
