@@ -134,6 +134,16 @@ static int fake_ctl_exec(int argc, char **argv)
 		}
 		return fake_nic_selftest(argc == 2 ? argv[1] : NULL);
 	}
+	if (!strcmp(argv[0], "bogus-context")) {
+		u64 value;
+
+		if (argc != 3) {
+			pr_err("ctl: usage: bogus-context <client> <value>\n");
+			return -EINVAL;
+		}
+		ret = fake_parse_u64("value", argv[2], &value);
+		return ret ? ret : fake_client_poke_bogus(argv[1], value);
+	}
 	pr_err("ctl: unknown command '%s'\n", argv[0]);
 	return -EINVAL;
 }

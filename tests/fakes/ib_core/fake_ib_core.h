@@ -85,6 +85,7 @@ void fake_client_mr_gone(struct fake_client *c);
 bool fake_client_unmaps_itself(const struct fake_client *c);
 void fake_client_set_kobj(struct fake_client *c, struct kobject *kobj);
 bool fake_client_name_has_sysfs(const char *name);
+int fake_client_poke_bogus(const char *name, u64 value);
 void fake_clients_show(struct seq_file *m);
 int fake_peer_init(void);
 void fake_peer_exit(void);

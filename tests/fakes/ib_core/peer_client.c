@@ -311,3 +311,38 @@ void fake_peer_exit(void)
 		pr_err("unloading with registered peer clients\n");
 	spin_unlock(&fake_all_lock);
 }
+
+/*
+ * Test hook for "a buggy core": hand @name's client a client_context it never gave out
+ * (@value: a stale or foreign pointer). A robust client refuses it instead of dereferencing it.
+ */
+int fake_client_poke_bogus(const char *name, u64 value)
+{
+	void *ctx = (void *)(uintptr_t)value;
+	const struct peer_memory_client *ops = NULL;
+	struct fake_client *c;
+	int ret;
+
+	mutex_lock(&fake_clients_lock);
+	list_for_each_entry(c, &fake_clients, node) {
+		if (!strcmp(c->name, name)) {
+			kref_get(&c->ref);
+			ops = c->ops;
+			break;
+		}
+	}
+	mutex_unlock(&fake_clients_lock);
+	if (!ops) {
+		pr_err("bogus-context: no client named %s\n", name);
+		return -ENOENT;
+	}
+	ret = ops->get_pages(0x10000, 0x10000, 1, 0, NULL, ctx, 0);
+	pr_info("bogus-context: %s get_pages(%p) returned %d\n", name, ctx, ret);
+	ret = ops->dma_unmap(NULL, ctx, NULL);
+	pr_info("bogus-context: %s dma_unmap(%p) returned %d\n", name, ctx, ret);
+	ops->put_pages(NULL, ctx);
+	ops->release(ctx);
+	pr_info("bogus-context: %s survived put_pages and release of %p\n", name, ctx);
+	fake_client_put(c);
+	return 0;
+}

@@ -1,0 +1,21 @@
+# shellcheck shell=sh
+# A buggy core hands back client contexts that are stale (an already released registration) or
+# foreign (random pointers): nv_peer_mem refuses them with a log line and never dereferences
+# them (KASAN would report it), and live registrations are untouched.
+check "load" load_world
+check "cudaMalloc" ctl_nv "alloc $GPU_VA 0x40000 contiguous"
+check "register MR 1" ctl_ib "reg 1 edu0 $GPU_VA 0x40000"
+check "deregister MR 1 (its context becomes stale)" ctl_ib "dereg 1"
+check "register MR 2" ctl_ib "reg 2 edu0 $GPU_VA 0x40000"
+dmesg -c >/dev/null
+for v in 1 0xdeadbeef 0xffff888000001000 0; do
+	check "client survives context $v" ctl_ib "bogus-context nv_mem $v"
+done
+check "each refusal logged" test "$(dmesg | grep -c 'nv_peer_mem: .*unknown client context')" -ge 12
+check "MR 2 still registered" grep -q '^id=2 ' $IBC/regs
+dma_check 2 0x20000 "$GPU_VA + 0x20000"
+check "module reference count untouched" test "$(cat /sys/module/nv_peer_mem/refcnt)" = 1
+check "deregister MR 2" ctl_ib "dereg 2"
+expect_nv_clean
+check "unload" unload_world
+finish
