@@ -5,7 +5,8 @@
 #   make demo                                          build, boot the emulated world, show it working
 #   make check                                         every test; ends with "N passed, N failed"
 #   make vmtest                                        only the VM scenarios
-#   make install / uninstall                           copy the module into /lib/modules (DESTDIR-aware)
+#   make install / uninstall                           hand install of the module and the service
+#                                                      (DESTDIR-aware; packages do this themselves)
 
 KVER       ?= $(shell uname -r)
 KDIR       ?= /lib/modules/$(KVER)/build
@@ -17,6 +18,10 @@ NV_SYMVERS ?= $(CURDIR)/nv.symvers
 # Rust toolchain: must be the one the kernel tree was built with.
 RUSTC      ?= rustc
 EXTRA_KMAKE ?=
+# Where a hand install puts the service (the packages use their distribution's places).
+SYSTEMD_UNIT_DIR ?= /lib/systemd/system
+LIBEXEC_DIR ?= /usr/libexec/nv_peer_mem
+SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
 
@@ -37,10 +42,26 @@ clean:
 
 install: modules
 	install -D -m 644 nv_peer_mem.ko $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko
+	install -D -m 755 $(SERVICE_SRC)/nv_peer_mem-service $(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-service
+	install -D -m 755 $(SERVICE_SRC)/nv_peer_mem.init $(DESTDIR)/etc/init.d/nv_peer_mem
+	install -D -m 644 $(SERVICE_SRC)/nv_peer_mem.service $(DESTDIR)$(SYSTEMD_UNIT_DIR)/nv_peer_mem.service
+	@# An existing config file is the admin's: keep it.
+	[ -e $(DESTDIR)/etc/infiniband/nv_peer_mem.conf ] || \
+		install -D -m 644 $(SERVICE_SRC)/nv_peer_mem.conf $(DESTDIR)/etc/infiniband/nv_peer_mem.conf
 	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
 
 uninstall:
-	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko
+	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko \
+		$(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-service $(DESTDIR)/etc/init.d/nv_peer_mem \
+		$(DESTDIR)$(SYSTEMD_UNIT_DIR)/nv_peer_mem.service
+	-rmdir $(DESTDIR)$(LIBEXEC_DIR) 2>/dev/null
+	@# The config file goes only if the admin never changed it.
+	if cmp -s $(SERVICE_SRC)/nv_peer_mem.conf $(DESTDIR)/etc/infiniband/nv_peer_mem.conf; then \
+		rm -f $(DESTDIR)/etc/infiniband/nv_peer_mem.conf; \
+		rmdir $(DESTDIR)/etc/infiniband 2>/dev/null || true; \
+	elif [ -e $(DESTDIR)/etc/infiniband/nv_peer_mem.conf ]; then \
+		echo "kept $(DESTDIR)/etc/infiniband/nv_peer_mem.conf: it has local changes"; \
+	fi
 	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
 
 check:

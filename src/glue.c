@@ -25,6 +25,12 @@ int nvpm_sg_fill(struct sg_table *sgt, const u64 *dma_addresses, unsigned int n,
 void nvpm_sg_free(struct sg_table *sgt);
 unsigned int nvpm_sg_nents(const struct sg_table *sgt);
 
+/*
+ * Shown by modinfo and in /sys/module/nv_peer_mem/version (the service's status reads it); the
+ * packaging tests check that it matches VERSION in nv_peer_mem_main.rs and dkms.conf.
+ */
+MODULE_VERSION("1.4.0");
+
 /* Accepts only 0 or 1; anything else fails the load with -EINVAL and a log line. */
 static int nvpm_param_set_switch(const char *val, const struct kernel_param *kp)
 {

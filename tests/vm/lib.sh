@@ -32,6 +32,12 @@ expect_write_error() {
 	esac
 }
 
+# contains TEXT PATTERN: TEXT has a line matching the basic regular expression PATTERN.
+contains() { printf '%s\n' "$1" | grep -q -- "$2"; }
+
+# one_line TEXT: TEXT is a single line.
+one_line() { [ "$(printf '%s\n' "$1" | wc -l)" = 1 ]; }
+
 ctl_ib() { echo "$*" >$IBC/ctl; }
 ctl_nv() { echo "$*" >$NV/ctl; }
 

@@ -2,22 +2,30 @@
 # Build the test VM's initramfs: busybox, /init, the scenarios, the host's BAR checksums and
 # the modules, installed under /lib/modules/<release> with depmod run so that modprobe resolves
 # dependencies as on a real host.
-# usage: mkinitramfs.sh KBUILD OUT.cpio.gz SHA_DIR [DEST=]MODULE.ko...
+# usage: mkinitramfs.sh [--overlay DIR] KBUILD OUT.cpio.gz SHA_DIR [DEST=]MODULE.ko...
 #   DEST is an absolute path in the VM, or a path under /lib/modules/<release>/
-#   (default extra/<name>.ko).
+#   (default extra/<name>.ko). --overlay copies DIR's tree into the VM's root first (a
+#   package's files, as dpkg would install them).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+overlay=
+if [ "${1:-}" = --overlay ]; then
+	overlay=$2
+	shift 2
+fi
 kbuild=$1 out=$2 sha_dir=$3
 shift 3
 kver=$(cat "$kbuild/include/config/kernel.release")
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 
-mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc/nvpm,tests/scenarios,lib/modules/"$kver"/extra}
+[ -z "$overlay" ] || cp -a "$overlay/." "$root/"
+mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc/nvpm,tests/scenarios,tests/service,lib/modules/"$kver"/extra}
 cp /bin/busybox "$root/bin/busybox"
 install -m 755 "$here/init" "$root/init"
 install -m 644 "$here/lib.sh" "$here/cleanup.sh" "$here/demo.sh" "$root/tests/"
 install -m 644 "$here"/../scenarios/*.sh "$root/tests/scenarios/"
+install -m 644 "$here"/../service/*.sh "$root/tests/service/"
 cp "$sha_dir"/*.sha256 "$root/etc/nvpm/"
 
 moddir=$root/lib/modules/$kver

@@ -2,6 +2,7 @@
 # Boot the test kernel in QEMU (TCG, q35 + intel-iommu, two ivshmem "GPUs", two edu "NICs")
 # with an initramfs, run the named scenarios, and report each one as PASS or FAIL.
 # usage: run-vm.sh KBUILD INITRAMFS WORKDIR SCENARIO...
+# NVPM_VM_APPEND adds kernel command line words (nvpm.rc=1: boot-time service start).
 # Prints "PASS name" / "FAIL name (reason)" lines; exit status 0 when all passed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,7 +25,7 @@ timeout --foreground "$timeout_s" qemu-system-x86_64 \
 	-device intel-iommu,intremap=on \
 	-nographic -no-reboot -serial stdio -monitor none -nic none \
 	-kernel "$kbuild/arch/x86/boot/bzImage" -initrd "$initrd" \
-	-append "console=ttyS0 panic=-1 loglevel=1 intel_iommu=on iommu.strict=1 kasan.fault=report nvpm.scenarios=$list" \
+	-append "console=ttyS0 panic=-1 loglevel=1 intel_iommu=on iommu.strict=1 kasan.fault=report nvpm.scenarios=$list${NVPM_VM_APPEND:+ $NVPM_VM_APPEND}" \
 	-object memory-backend-file,id=gpu0,size=16M,share=on,mem-path="$work/gpu0.img" \
 	-device ivshmem-plain,memdev=gpu0 \
 	-object memory-backend-file,id=gpu1,size=16M,share=on,mem-path="$work/gpu1.img" \

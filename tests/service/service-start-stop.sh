@@ -1,0 +1,58 @@
+# shellcheck shell=sh
+# The nv_peer_mem service as an admin drives it, with the package's files installed and the
+# module that DKMS built: start loads it (modprobe pulls in nvidia and ib_core), status reports
+# the registrations, stop refuses while registrations are live and leaves the module loaded.
+svc=/etc/init.d/nv_peer_mem
+run() { out=$("$svc" "$@" 2>&1); rc=$?; echo "  \$ service nv_peer_mem $*: rc=$rc: $out"; }
+
+run status
+check "status before start: exit 3" test $rc = 3
+check "  says not loaded" test "$out" = "nv_peer_mem: not loaded"
+run start
+check "start: exit 0" test $rc = 0
+check "  nv_peer_mem loaded" test -d /sys/module/nv_peer_mem
+check "  modprobe resolved nvidia and ib_core" sh -c 'test -d /sys/module/nvidia && test -d /sys/module/ib_core'
+check "  both clients registered with ib_core" sh -c "test -d $PEERS/nv_mem && test -d $PEERS/nv_mem_nc"
+ko=$(modinfo -n nv_peer_mem)
+case $ko in /*) ;; *) ko=/lib/modules/$(uname -r)/$ko ;; esac
+check "  the module is the one DKMS built ($ko)" sh -c "case $ko in */updates/dkms/*) true ;; *) false ;; esac"
+check "  same bytes as DKMS installed" test "$(sha256sum <"$ko")" = "$(cat /etc/nvpm/dkms-module.sha256)"
+run start
+check "start again: exit 0, nothing to do" test "$rc:$out" = "0:nv_peer_mem: already loaded"
+run status
+check "status: exit 0" test $rc = 0
+check "  loaded, version, no registrations" contains "$out" 'loaded (version 1.4.0), 0 live registrations'
+
+check "cudaMalloc" ctl_nv "alloc $GPU_VA 0x20000 contiguous"
+check "register" ctl_ib "reg 1 edu0 $GPU_VA 0x20000"
+dma_check 1 0x10000 "$GPU_VA + 0x10000"
+run status
+check "status counts the registration" contains "$out" '1 live registrations'
+check "  and its bytes" contains "$out" 'client nv_mem: 1 registrations, 131072 bytes'
+run stop
+check "stop with a live registration fails" test $rc = 1
+check "  in one line" one_line "$out"
+check "  naming the registrations" contains "$out" '1 GPU memory registrations are live'
+check "  module still loaded" test -d /sys/module/nv_peer_mem
+run restart
+check "restart with a live registration fails too, module kept" sh -c "test $rc = 1 && test -d /sys/module/nv_peer_mem"
+dma_check 1 0 "$GPU_VA"
+check "deregister" ctl_ib "dereg 1"
+
+run stop
+check "stop: exit 0" test $rc = 0
+check "  nv_peer_mem unloaded" test ! -d /sys/module/nv_peer_mem
+check "  nvidia and ib_core left alone" sh -c 'test -d /sys/module/nvidia && test -d /sys/module/ib_core'
+run stop
+check "stop when stopped: exit 0" test $rc = 0
+run restart
+check "restart from stopped: loaded" sh -c "test $rc = 0 && test -d /sys/module/nv_peer_mem"
+run force-reload
+check "force-reload: loaded" sh -c "test $rc = 0 && test -d /sys/module/nv_peer_mem"
+run stop
+check "stop" test $rc = 0
+run bogus
+check "unknown action: exit 2" test $rc = 2
+check "  with usage" contains "$out" usage
+expect_nv_clean
+finish
