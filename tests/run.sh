@@ -1,7 +1,9 @@
 #!/bin/bash
-# The test suite: on each kernel line (NVPM_KLINES, default "7 6.12": Debian's newest 7.x and
-# the 6.12 LTS), build the fakes and nv_peer_mem and run the VM scenarios; then the host checks
-# (build warning-free, clippy, rustfmt, preflight messages, shellcheck) once.
+# The test suite: build the deb and rpm packages once; on each kernel line (NVPM_KLINES, default
+# "7 6.12": Debian's newest 7.x and the 6.12 LTS), build the fakes and nv_peer_mem and run the
+# VM scenarios, build the packaged source with DKMS and boot the VM with the packaged service
+# and that module; then the host checks (build warning-free, clippy, rustfmt, preflight
+# messages, shellcheck) and the deb's install/upgrade/purge cycle, once.
 # usage: tests/run.sh all|vm|host [SCENARIO...]
 # Prints one result line per kernel and ends with "N passed, N failed"; exits non-zero if
 # anything failed.
@@ -22,6 +24,29 @@ result() { # result PASS|FAIL name [detail]
 	fi
 }
 
+# collect PREFIX COMMAND...: turn a test script's "PASS name" / "FAIL name: detail" lines into
+# results named PREFIX+name; other lines pass through.
+collect() {
+	local prefix=$1 verdict name rest
+	shift
+	while read -r verdict name rest; do
+		case $verdict in
+		PASS) result PASS "$prefix${name%:}" ;;
+		FAIL) result FAIL "$prefix${name%:}" "$rest" ;;
+		*) echo "$verdict $name $rest" ;;
+		esac
+	done < <("$@")
+}
+
+. "$here/kernel/env.sh"
+packages=$NVPM_CACHE/packages
+if [ "$mode" = all ]; then
+	collect "" "$here/packaging/build-packages.sh" "$packages"
+	collect "" "$here/packaging/systemd-verify.sh"
+fi
+dkms_deb=$(ls "$packages"/deb/nvidia-peer-memory-dkms_*_all.deb 2>/dev/null | tail -n 1)
+service_deb=$(ls "$packages"/deb/nvidia-peer-memory_*_all.deb 2>/dev/null | tail -n 1)
+
 for KLINE in ${NVPM_KLINES:-7 6.12}; do
 	export KLINE
 	. "$here/build-world.sh"
@@ -34,13 +59,18 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 		else
 			mapfile -t scenarios < <(cd "$top/tests/scenarios" && for f in *.sh; do echo "${f%.sh}"; done)
 		fi
-		while read -r verdict name rest; do
-			case $verdict in
-			PASS) result PASS "$krel:vm:$name" ;;
-			FAIL) result FAIL "$krel:vm:$name" "$rest" ;;
-			*) echo "$verdict $name $rest" ;;
-			esac
-		done < <("$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$work/vm" "${scenarios[@]}")
+		collect "$krel:vm:" "$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$work/vm" "${scenarios[@]}"
+	fi
+	if [ "$mode" = all ] && [ $build_ok = 1 ]; then
+		if [ -n "$dkms_deb" ] && [ -n "$service_deb" ]; then
+			collect "" "$here/packaging/dkms.sh" "$dkms_deb" "$kbuild" "$work/dkms" \
+				"$build_dir/ib_core/Module.symvers" "$build_dir/nvidia/Module.symvers"
+			dkms_ko=$work/dkms/lib-modules/$krel/updates/dkms/nv_peer_mem.ko
+			if [ -f "$dkms_ko" ]; then
+				collect "$krel:service:" "$here/packaging/service-vm.sh" "$kbuild" "$work" \
+					"$service_deb" "$dkms_ko" "$build_dir"
+			else result FAIL "$krel:service" "no module built by DKMS"; fi
+		else result FAIL "$krel:dkms" "no packages in $packages/deb"; fi
 	fi
 	if [ "$mode" != vm ] && [ $build_ok = 1 ]; then
 		warnings=$(grep -h -i 'warning' "$logs"/nvidia-*.log "$logs/ib_core.log" "$logs/module.log")
@@ -90,9 +120,35 @@ if [ "$mode" != vm ] && [ $build_ok = 1 ]; then
 		result PASS preflight:complete-tree
 	else result FAIL preflight:complete-tree "$out"; fi
 
-	mapfile -t scripts < <(cd "$top" && git ls-files -co --exclude-standard | grep -E '\.sh$|^tests/vm/init$|^\.ci/run$' | sed "s|^|$top/|")
+	# make install / uninstall by hand, into a DESTDIR: what lands where, and all of it goes.
+	dest=$work/make-install
+	rm -rf "$dest"
+	cp -r "$top/packaging" "$build_dir/module/"
+	want="./etc/infiniband/nv_peer_mem.conf ./etc/init.d/nv_peer_mem ./lib/modules/$krel/updates/nv_peer_mem.ko ./lib/systemd/system/nv_peer_mem.service ./usr/libexec/nv_peer_mem/nv_peer_mem-service"
+	if module_make "$build_dir/module" install DESTDIR="$dest" KVER="$krel" >"$logs/install.log" 2>&1 &&
+		got=$(cd "$dest" && find . -type f | sort | paste -sd ' ') && [ "$got" = "$want" ]; then
+		result PASS make-install
+	else result FAIL make-install "got '${got:-}', wanted '$want'; see $logs/install.log"; fi
+	echo ONBOOT=no >"$dest/etc/infiniband/nv_peer_mem.conf"
+	if module_make "$build_dir/module" uninstall DESTDIR="$dest" KVER="$krel" >>"$logs/install.log" 2>&1 &&
+		got=$(cd "$dest" && find . -type f | paste -sd ' ') && [ "$got" = ./etc/infiniband/nv_peer_mem.conf ]; then
+		result PASS make-uninstall-keeps-changed-config
+	else result FAIL make-uninstall-keeps-changed-config "left: '${got:-}'; see $logs/install.log"; fi
+	cp "$top/packaging/service/nv_peer_mem.conf" "$dest/etc/infiniband/nv_peer_mem.conf"
+	if module_make "$build_dir/module" uninstall DESTDIR="$dest" KVER="$krel" >>"$logs/install.log" 2>&1 &&
+		[ -z "$(find "$dest" -mindepth 1 -not -type d)" ] && ! [ -e "$dest/etc/infiniband" ]; then
+		result PASS make-uninstall
+	else result FAIL make-uninstall "left: $(cd "$dest" && find . -mindepth 1 -not -type d | paste -sd ' ')"; fi
+
+	mapfile -t scripts < <(cd "$top" && git ls-files -co --exclude-standard |
+		grep -E '\.sh$|^tests/vm/init$|^\.ci/run$|^packaging/service/nv_peer_mem(-service|\.init)$' | sed "s|^|$top/|")
 	if out=$(cd "$top" && shellcheck -x -S warning "${scripts[@]}" 2>&1); then result PASS shellcheck
 	else result FAIL shellcheck "$(echo "$out" | head -20)"; fi
+fi
+
+# The deb's life in a throwaway root: install, upgrade, remove, purge.
+if [ "$mode" = all ] && [ -n "$service_deb" ]; then
+	collect "" "$here/packaging/deb-lifecycle.sh" "$packages"
 fi
 
 printf '%s\n' "${kernel_lines[@]}"
