@@ -67,7 +67,6 @@ fn acquire(
             return 0;
         }
     };
-    crate::module_ref::get();
     // SAFETY: ib_core passes a valid out-pointer (checked non-NULL above).
     unsafe { *client_context = id as *mut c_void };
     crate::dbg_log!("acquire {:#x} (+{:#x}): context {}\n", addr, size, id);
@@ -218,8 +217,9 @@ unsafe extern "C" fn release(client_context: *mut c_void) {
     };
     ctx.release();
     crate::dbg_log!("release {:#x} (+{:#x})\n", ctx.addr, ctx.size);
+    // The module reference goes with the last reference to the context, which NVIDIA's free
+    // callback may still hold.
     drop(ctx);
-    crate::module_ref::put();
 }
 
 /// Operations of the invalidating client ("nv_mem").

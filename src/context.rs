@@ -12,7 +12,8 @@
 //!
 //! Lifetime: ib_core holds one reference (dropped in `release`); a pin with a free callback
 //! holds another, passed to NVIDIA as the callback's data and dropped either by the callback or
-//! by a successful `put_pages` (after which NVIDIA never calls back).
+//! by a successful `put_pages` (after which NVIDIA never calls back). Each context holds a
+//! module reference, so the module cannot be unloaded while either party can still call in.
 
 use core::ffi::c_void;
 use kernel::new_mutex;
@@ -20,6 +21,7 @@ use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 
 use crate::compat::eopnotsupp;
+use crate::module_ref::ModuleRef;
 use crate::nv_p2p::{DmaMapping, PageTable, GPU_PAGE_MASK, GPU_PAGE_SIZE};
 use crate::peer_mem;
 use crate::sg::DmaSgTable;
@@ -70,6 +72,8 @@ pub(crate) struct Context {
     pub(crate) kind: ClientKind,
     #[pin]
     inner: Mutex<Inner>,
+    /// Keeps the module loaded for as long as anyone (ib_core or a free callback) can call in.
+    _module: ModuleRef,
 }
 
 // SAFETY: `invalidating_task` is only compared with the current task, never dereferenced;
@@ -115,6 +119,7 @@ impl Context {
                     freed: false,
                     invalidating_task: core::ptr::null_mut(),
                 }),
+                _module: ModuleRef::take(),
             }),
             GFP_KERNEL,
         )

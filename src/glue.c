@@ -84,7 +84,10 @@ struct pci_dev *nvpm_dev_to_pci(struct device *dev)
 	return dev && dev_is_pci(dev) ? to_pci_dev(dev) : NULL;
 }
 
-/* A module reference per registration, so that rmmod fails with EBUSY while ib_core holds one. */
+/*
+ * A module reference per registration context, so that rmmod fails with EBUSY while ib_core or a
+ * free callback can still call in.
+ */
 void nvpm_module_get(void)
 {
 	__module_get(THIS_MODULE);

@@ -1,20 +1,31 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! References on this module held by live registrations.
+//! References on this module held by live registration contexts.
 
 extern "C" {
     fn nvpm_module_get();
     fn nvpm_module_put();
 }
 
-/// Takes a reference for a new registration (the module is live: we are running its code).
-pub(crate) fn get() {
-    // SAFETY: takes a reference on this module, which is loaded.
-    unsafe { nvpm_module_get() }
+/// One reference on this module, dropped with its owner.
+///
+/// Every [`crate::context::Context`] holds one, so `rmmod` fails with EBUSY not only while
+/// ib_core holds a registration but also while NVIDIA's free callback still holds a context
+/// that ib_core has already released (the callback runs our code until it returns).
+pub(crate) struct ModuleRef(());
+
+impl ModuleRef {
+    /// Takes a reference (the module is live: we are running its code).
+    pub(crate) fn take() -> Self {
+        // SAFETY: takes a reference on this module, which is loaded.
+        unsafe { nvpm_module_get() };
+        Self(())
+    }
 }
 
-/// Drops the reference of a released registration.
-pub(crate) fn put() {
-    // SAFETY: balances a `get` made when the registration was acquired.
-    unsafe { nvpm_module_put() }
+impl Drop for ModuleRef {
+    fn drop(&mut self) {
+        // SAFETY: balances the reference taken in `take`.
+        unsafe { nvpm_module_put() };
+    }
 }
