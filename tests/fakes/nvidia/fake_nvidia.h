@@ -184,6 +184,7 @@ enum fnv_op {
 	FNV_OP_PUT_PAGES_PERSISTENT,
 	FNV_OP_DMA_MAP_PAGES,
 	FNV_OP_DMA_UNMAP_PAGES,
+	FNV_OP_FREE_PAGE_TABLE,
 	FNV_OP_NR
 };
 
@@ -192,11 +193,13 @@ enum fnv_fault {
 	FNV_FAULT_ERRNO,
 	FNV_FAULT_PAGESIZE,
 	FNV_FAULT_VERSION,
+	FNV_FAULT_SLEEP,	/* stall the call, then carry it out normally */
 };
 
 struct fnv_fault_req {
 	enum fnv_fault kind;
 	int err;
+	unsigned int sleep_ms;
 };
 
 int fnv_inject_command(int argc, char **argv);

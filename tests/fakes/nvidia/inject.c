@@ -2,9 +2,12 @@
 /*
  * nvidia.ko test double: fault injection, armed through the ctl file and
  * consumed by the next calls of an API function, whatever their outcome.
+ * Callers hold no lock when they take a fault: a "sleep" fault stalls the
+ * calling thread right here.
  */
 #define pr_fmt(fmt) "fake_nvidia: " fmt
 
+#include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/kernel.h>
 #include <linux/spinlock.h>
@@ -24,6 +27,7 @@ static const char *const fnv_op_names[FNV_OP_NR] = {
 	[FNV_OP_PUT_PAGES_PERSISTENT] = "put_pages_persistent",
 	[FNV_OP_DMA_MAP_PAGES] = "dma_map_pages",
 	[FNV_OP_DMA_UNMAP_PAGES] = "dma_unmap_pages",
+	[FNV_OP_FREE_PAGE_TABLE] = "free_page_table",
 };
 
 static DEFINE_SPINLOCK(fnv_inject_lock);
@@ -36,6 +40,7 @@ void fnv_inject_take(enum fnv_op op, struct fnv_fault_req *req)
 
 	req->kind = FNV_FAULT_NONE;
 	req->err = 0;
+	req->sleep_ms = 0;
 
 	spin_lock(&fnv_inject_lock);
 	if (inj->count) {
@@ -55,6 +60,12 @@ void fnv_inject_take(enum fnv_op op, struct fnv_fault_req *req)
 		break;
 	case FNV_FAULT_VERSION:
 		pr_info("%s: injected bad version\n", fnv_op_names[op]);
+		break;
+	case FNV_FAULT_SLEEP:
+		pr_info("%s: injected stall of %u ms\n", fnv_op_names[op],
+			req->sleep_ms);
+		msleep(req->sleep_ms);
+		pr_info("%s: stall over\n", fnv_op_names[op]);
 		break;
 	default:
 		break;
@@ -81,12 +92,17 @@ static bool fnv_op_exists(enum fnv_op op)
 	return true;
 }
 
-/* "pagesize" and "version" only make sense where a structure is returned. */
+/*
+ * "pagesize" and "version" only make sense where a structure is returned;
+ * free_page_table can only be stalled (it fails only on client misuse).
+ */
 static bool fnv_fault_applies(enum fnv_op op, enum fnv_fault kind)
 {
 	switch (kind) {
-	case FNV_FAULT_ERRNO:
+	case FNV_FAULT_SLEEP:
 		return true;
+	case FNV_FAULT_ERRNO:
+		return op != FNV_OP_FREE_PAGE_TABLE;
 	case FNV_FAULT_PAGESIZE:
 		return op == FNV_OP_GET_PAGES ||
 		       op == FNV_OP_GET_PAGES_PERSISTENT;
@@ -104,6 +120,14 @@ static int fnv_parse_fault(const char *s, struct fnv_fault_req *req)
 	int err;
 
 	req->err = 0;
+	req->sleep_ms = 0;
+	if (str_has_prefix(s, "sleep:")) {
+		req->kind = FNV_FAULT_SLEEP;
+		if (kstrtouint(s + 6, 0, &req->sleep_ms) || !req->sleep_ms ||
+		    req->sleep_ms > 60000)
+			return -EINVAL;
+		return 0;
+	}
 	if (!strcmp(s, "pagesize")) {
 		req->kind = FNV_FAULT_PAGESIZE;
 		return 0;
@@ -134,7 +158,7 @@ int fnv_inject_command(int argc, char **argv)
 	}
 
 	if (argc < 3 || argc > 4) {
-		pr_err("ctl: usage: inject <op> <errno|pagesize|version> [count] | inject clear\n");
+		pr_err("ctl: usage: inject <op> <errno|pagesize|version|sleep:MS> [count] | inject clear\n");
 		return -EINVAL;
 	}
 
@@ -149,7 +173,7 @@ int fnv_inject_command(int argc, char **argv)
 		return -EOPNOTSUPP;
 	}
 	if (fnv_parse_fault(argv[2], &req)) {
-		pr_err("ctl: inject: '%s' is neither a negative errno, pagesize nor version\n",
+		pr_err("ctl: inject: '%s' is neither a negative errno, pagesize, version nor sleep:MS (1..60000)\n",
 		       argv[2]);
 		return -EINVAL;
 	}

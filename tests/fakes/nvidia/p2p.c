@@ -381,10 +381,12 @@ EXPORT_SYMBOL(nvidia_p2p_put_pages);
 
 int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table *page_table)
 {
+	struct fnv_fault_req fault;
 	struct fnv_table *t;
 	int ret = 0;
 
 	might_sleep();
+	fnv_inject_take(FNV_OP_FREE_PAGE_TABLE, &fault);
 	mutex_lock(&fnv_lock);
 	t = fnv_table_lookup(page_table);
 	if (!t) {
