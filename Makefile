@@ -7,6 +7,7 @@
 #   make vmtest                                        only the VM scenarios
 #   make install / uninstall                           hand install of the module and the service
 #                                                      (DESTDIR-aware; packages do this themselves)
+#   make install-service                               only the service files
 
 KVER       ?= $(shell uname -r)
 KDIR       ?= /lib/modules/$(KVER)/build
@@ -25,7 +26,7 @@ SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
 
-.PHONY: all modules preflight clean install uninstall check vmtest demo test-kernel
+.PHONY: all modules preflight clean install install-service uninstall check vmtest demo test-kernel
 
 all: modules
 
@@ -40,15 +41,18 @@ clean:
 	+$(KMAKE) clean 2>/dev/null || true
 	rm -f nv.symvers
 
-install: modules
+install: modules install-service
 	install -D -m 644 nv_peer_mem.ko $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko
+	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
+
+# The service alone: init script, systemd unit, their helper and the boot config file.
+install-service:
 	install -D -m 755 $(SERVICE_SRC)/nv_peer_mem-service $(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-service
 	install -D -m 755 $(SERVICE_SRC)/nv_peer_mem.init $(DESTDIR)/etc/init.d/nv_peer_mem
 	install -D -m 644 $(SERVICE_SRC)/nv_peer_mem.service $(DESTDIR)$(SYSTEMD_UNIT_DIR)/nv_peer_mem.service
 	@# An existing config file is the admin's: keep it.
 	[ -e $(DESTDIR)/etc/infiniband/nv_peer_mem.conf ] || \
 		install -D -m 644 $(SERVICE_SRC)/nv_peer_mem.conf $(DESTDIR)/etc/infiniband/nv_peer_mem.conf
-	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
 
 uninstall:
 	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko \

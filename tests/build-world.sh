@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Sourced by run.sh and demo.sh: installs the host tools, builds (or reuses) the test kernel,
 # builds the fakes and nv_peer_mem against it in a copy of the sources, makes the BAR images and
-# the initramfs. Sets: kbuild ksrc work build_dir logs initrd; build_ok=1 when all modules built.
+# the initramfs (with the service's files installed as `make install-service` does).
+# Sets: kbuild ksrc work build_dir logs initrd; build_ok=1 when all modules built.
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$top/tests/kernel/env.sh"
 
@@ -50,7 +51,12 @@ if [ $build_ok = 1 ]; then
 		python3 "$top/tests/vm/mkbar.py" 1 16 "$bars/gpu0.img" "$bars/gpu0.sha256"
 		python3 "$top/tests/vm/mkbar.py" 2 16 "$bars/gpu1.img" "$bars/gpu1.sha256"
 	fi
-	"$top/tests/vm/mkinitramfs.sh" "$kbuild" "$initrd" "$bars" \
+	# The service as `make install` puts it (the demo starts it; scenarios leave it alone).
+	service_root=$work/service-files
+	rm -rf "$service_root"
+	make -s -C "$top" install-service DESTDIR="$service_root" >"$logs/install-service.log" 2>&1 ||
+		die "make install-service failed: $logs/install-service.log"
+	"$top/tests/vm/mkinitramfs.sh" --overlay "$service_root" "$kbuild" "$initrd" "$bars" \
 		"$build_dir/nvidia-full/nvidia.ko" \
 		"/opt/fake-nvidia/caponly/nvidia.ko=$build_dir/nvidia-caponly/nvidia.ko" \
 		"/opt/fake-nvidia/nopersist/nvidia.ko=$build_dir/nvidia-nopersist/nvidia.ko" \

@@ -5,9 +5,10 @@ set -euo pipefail
 
 # dpkg-dev, debhelper, dh-dkms: dpkg-buildpackage; build-essential: dpkg-checkbuilddeps wants it
 # for binary builds; rpm: rpmbuild; lintian, rpmlint: the package checks; debootstrap: the
-# throwaway root of deb-lifecycle.sh; dkms: the packaged module source is registered with it.
+# throwaway root of deb-lifecycle.sh; dkms: the packaged module source is registered with it;
+# systemd: systemd-analyze verify of the unit.
 APT_PKGS=(dpkg-dev debhelper dh-dkms build-essential fakeroot rpm rpmlint lintian debootstrap
-	dkms git xz-utils)
+	dkms git xz-utils systemd)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do
