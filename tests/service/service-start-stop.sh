@@ -21,18 +21,18 @@ run start
 check "start again: exit 0, nothing to do" test "$rc:$out" = "0:nv_peer_mem: already loaded"
 run status
 check "status: exit 0" test $rc = 0
-check "  loaded, version, no registrations" contains "$out" 'loaded (version 1.4.0), 0 live registrations'
+check "  loaded, version, no registrations" contains "$out" 'loaded (version 1.4.0), 0 live registrations$'
 
 check "cudaMalloc" ctl_nv "alloc $GPU_VA 0x20000 contiguous"
 check "register" ctl_ib "reg 1 edu0 $GPU_VA 0x20000"
 dma_check 1 0x10000 "$GPU_VA + 0x10000"
 run status
-check "status counts the registration" contains "$out" '1 live registrations'
-check "  and its bytes" contains "$out" 'client nv_mem: 1 registrations, 131072 bytes'
+check "status counts the registration" contains "$out" '1 live registration$'
+check "  and its bytes" contains "$out" 'client nv_mem: 1 registration, 131072 bytes'
 run stop
 check "stop with a live registration fails" test $rc = 1
 check "  in one line" one_line "$out"
-check "  naming the registrations" contains "$out" '1 GPU memory registrations are live'
+check "  naming the registrations" contains "$out" '1 GPU memory registration still live'
 check "  module still loaded" test -d /sys/module/nv_peer_mem
 run restart
 check "restart with a live registration fails too, module kept" sh -c "test $rc = 1 && test -d /sys/module/nv_peer_mem"
