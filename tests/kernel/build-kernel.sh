@@ -67,7 +67,7 @@ if [ -f "$top/.done" ]; then
 	exit 0
 fi
 
-say "test kernel $name $ver (fragment $frag_hash): not cached, building (~8 min on 2 cores)"
+say "test kernel $name $ver (fragment $frag_hash): not cached, building (~8-9 min on 2 cores)"
 rm -rf "$top"
 mkdir -p "$top/build"
 (cd "$apt_dir" && rm -f ./*.deb && apt-get "${apt_opts[@]}" download "$name=$ver" >/dev/null 2>&1) ||
