@@ -22,6 +22,7 @@ EXTRA_KMAKE ?=
 # Where a hand install puts the service (the packages use their distribution's places).
 SYSTEMD_UNIT_DIR ?= /lib/systemd/system
 LIBEXEC_DIR ?= /usr/libexec/nv_peer_mem
+INITD_DIR ?= /etc/init.d
 SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
@@ -45,10 +46,11 @@ install: modules install-service
 	install -D -m 644 nv_peer_mem.ko $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko
 	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
 
-# The service alone: init script, systemd unit, their helper and the boot config file.
+# The service alone: init script, systemd unit, their helper and the boot config file (the
+# packages use this too, with their distribution's directories).
 install-service:
 	install -D -m 755 $(SERVICE_SRC)/nv_peer_mem-service $(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-service
-	install -D -m 755 $(SERVICE_SRC)/nv_peer_mem.init $(DESTDIR)/etc/init.d/nv_peer_mem
+	install -D -m 755 $(SERVICE_SRC)/nv_peer_mem.init $(DESTDIR)$(INITD_DIR)/nv_peer_mem
 	install -D -m 644 $(SERVICE_SRC)/nv_peer_mem.service $(DESTDIR)$(SYSTEMD_UNIT_DIR)/nv_peer_mem.service
 	@# An existing config file is the admin's: keep it.
 	[ -e $(DESTDIR)/etc/infiniband/nv_peer_mem.conf ] || \
@@ -56,7 +58,7 @@ install-service:
 
 uninstall:
 	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko \
-		$(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-service $(DESTDIR)/etc/init.d/nv_peer_mem \
+		$(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-service $(DESTDIR)$(INITD_DIR)/nv_peer_mem \
 		$(DESTDIR)$(SYSTEMD_UNIT_DIR)/nv_peer_mem.service
 	-rmdir $(DESTDIR)$(LIBEXEC_DIR) 2>/dev/null
 	@# The config file goes only if the admin never changed it.
