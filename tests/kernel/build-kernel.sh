@@ -8,15 +8,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 apt_dir=$NVPM_CACHE/apt
 mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$NVPM_CACHE/kernel"
 
-debian_mirror() {
-	[ -n "${NVPM_DEBIAN_MIRROR:-}" ] && { echo "$NVPM_DEBIAN_MIRROR"; return; }
-	{
-		awk '/^URIs:/{for (i = 2; i <= NF; i++) print $i}' /etc/apt/sources.list.d/*.sources 2>/dev/null
-		awk '$1 == "deb" {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; break}}' \
-			/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
-	} | grep -E '/debian/?$' | head -n1
-}
-
 apt_opts=(-oDir::Etc::SourceList="$apt_dir/sources.list" -oDir::Etc::SourceParts=/dev/null
 	-oDir::State::Lists="$apt_dir/lists" -oDir::Cache="$apt_dir/cache"
 	-oAPT::Architecture=amd64 -oDebug::NoLocking=1 -q)

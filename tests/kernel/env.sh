@@ -20,5 +20,16 @@ kmake_args() {
 		"RUSTFMT=$HOST_RUSTFMT" "CLIPPY_DRIVER=$HOST_CLIPPY"
 }
 
+# The Debian mirror the host's apt uses (deb822 .sources or one-line .list files), or
+# NVPM_DEBIAN_MIRROR; empty when there is none.
+debian_mirror() {
+	[ -n "${NVPM_DEBIAN_MIRROR:-}" ] && { echo "$NVPM_DEBIAN_MIRROR"; return; }
+	{
+		awk '/^URIs:/{for (i = 2; i <= NF; i++) print $i}' /etc/apt/sources.list.d/*.sources 2>/dev/null
+		awk '$1 == "deb" {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; break}}' \
+			/etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null
+	} | grep -E '/debian/?$' | head -n1 || true # absent files are no error: the answer is empty
+}
+
 say() { printf '[%s] %s\n' "${0##*/}" "$*" >&2; }
 die() { say "error: $*"; exit 1; }

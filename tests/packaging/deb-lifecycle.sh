@@ -9,12 +9,13 @@
 # check; the rest goes to OUTDIR/deb-lifecycle.log. Exits non-zero if a check failed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../kernel/env.sh"
 [ $# = 1 ] || { echo "usage: $0 OUTDIR" >&2; exit 2; }
 if [ "$(id -u)" != 0 ]; then
-	exec sudo NVPM_CACHE="${NVPM_CACHE:-$HOME/.cache/nv_peer_mem-rs}" "$0" "$@"
+	exec sudo NVPM_CACHE="$NVPM_CACHE" NVPM_DEBIAN_MIRROR="${NVPM_DEBIAN_MIRROR:-}" "$0" "$@"
 fi
 out=$(cd "$1" && pwd)
-cache=${NVPM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nv_peer_mem-rs}/debootstrap
+cache=$NVPM_CACHE/debootstrap
 log=$out/deb-lifecycle.log
 work=$out/lifecycle
 root=$work/root
@@ -49,35 +50,14 @@ mkdir -p "$work" "$cache"
 in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
 	DEBIAN_FRONTEND=noninteractive "$@" </dev/null; }
 
-# The Debian mirror the host uses (apt's deb822 .sources or one-line .list files).
-host_mirror() {
-	local f
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -f "$f" ] || continue
-		awk -v suite="$codename" 'BEGIN { RS = ""; FS = "\n" }
-			{
-				uris = ""; ok = 0; off = 0
-				for (i = 1; i <= NF; i++) {
-					if ($i ~ /^URIs:/) { sub(/^URIs:[ \t]*/, "", $i); split($i, u, /[ \t]+/); uris = u[1] }
-					if ($i ~ /^Suites:/ && (" " $i " ") ~ ("[ \t]" suite "[ \t]")) ok = 1
-					if ($i ~ /^Enabled:[ \t]*no/) off = 1
-				}
-				if (ok && !off && uris != "") print uris
-			}' "$f"
-	done
-	cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null | # some may not exist
-		sed -n -E "s/^[[:space:]]*deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+)[[:space:]]+${codename}[[:space:]].*/\2/p" || true
-}
-
 # --- the prepared root, from the cache or made now -----------------------------------------
 # shellcheck disable=SC1091 # the host's file
 codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
 # The name says what is in it: change it when the preparation below changes.
 base=$cache/$codename-minbase-dkms-systemd-v1.tar.gz
 if [ ! -s "$base" ]; then
-	mirror=$(host_mirror)
-	mirror=${mirror%%$'\n'*}
-	[ -n "$mirror" ] || fatal root "no $codename mirror in the host's apt sources"
+	mirror=$(debian_mirror)
+	[ -n "$mirror" ] || fatal root "no Debian mirror in the host's apt sources; set NVPM_DEBIAN_MIRROR"
 	echo "[deb-lifecycle] preparing a $codename root from $mirror (once; cached in $base)" >&2
 	mkdir -p "$root"
 	# systemd: a Debian 12 system has it (and its multi-user.target.wants); dkms: the -dkms
