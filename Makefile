@@ -8,6 +8,7 @@
 #   make install / uninstall                           hand install of the module and the service
 #                                                      (DESTDIR-aware; packages do this themselves)
 #   make install-service                               only the service files
+#   make install-dkms-source                           the module source for DKMS
 
 KVER       ?= $(shell uname -r)
 KDIR       ?= /lib/modules/$(KVER)/build
@@ -23,11 +24,13 @@ EXTRA_KMAKE ?=
 SYSTEMD_UNIT_DIR ?= /lib/systemd/system
 LIBEXEC_DIR ?= /usr/libexec/nv_peer_mem
 INITD_DIR ?= /etc/init.d
+# Where DKMS looks for the module source (make install-dkms-source).
+DKMS_SRC_DIR ?= /usr/src/nv_peer_mem-$(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
 SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
 
-.PHONY: all modules preflight clean install install-service uninstall check vmtest demo test-kernel
+.PHONY: all modules preflight clean install install-service install-dkms-source uninstall check vmtest demo test-kernel
 
 all: modules
 
@@ -55,6 +58,13 @@ install-service:
 	@# An existing config file is the admin's: keep it.
 	[ -e $(DESTDIR)/etc/infiniband/nv_peer_mem.conf ] || \
 		install -D -m 644 $(SERVICE_SRC)/nv_peer_mem.conf $(DESTDIR)/etc/infiniband/nv_peer_mem.conf
+
+# The module source as DKMS wants it, for dkms add/build/install (the packages use this too).
+install-dkms-source:
+	install -d $(DESTDIR)$(DKMS_SRC_DIR)/src $(DESTDIR)$(DKMS_SRC_DIR)/scripts
+	install -m 644 dkms.conf Makefile Kbuild $(DESTDIR)$(DKMS_SRC_DIR)/
+	install -m 644 src/* $(DESTDIR)$(DKMS_SRC_DIR)/src/
+	install -m 755 scripts/preflight.sh scripts/nv-symvers.sh $(DESTDIR)$(DKMS_SRC_DIR)/scripts/
 
 uninstall:
 	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko \
