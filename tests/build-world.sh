@@ -10,7 +10,8 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 kbuild=$("$top/tests/kernel/build-kernel.sh") || die "no test kernel"
 # shellcheck disable=SC2034 # read by run.sh
 ksrc=$(dirname "$kbuild")/src
-work=$NVPM_CACHE/work/$(basename "$(dirname "$kbuild")")
+# NVPM_WORK moves the per-kernel work directory (parallel runs on one machine need their own).
+work=${NVPM_WORK:-$NVPM_CACHE/work}/$(basename "$(dirname "$kbuild")")
 build_dir=$work/build
 logs=$work/logs
 initrd=$work/initramfs.cpio.gz
