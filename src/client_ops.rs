@@ -7,13 +7,15 @@ use core::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-use crate::context::{self, ClientKind, Context};
-use crate::nv_p2p::GPU_PAGE_SIZE;
+use crate::compat::eopnotsupp;
+use crate::context::{gpu_range, ClientKind, Context};
+use crate::nv_p2p::{self, GPU_PAGE_SIZE};
 use crate::peer_mem::ClientOps;
 
 extern "C" {
     // Pointers to `struct device` and `struct pci_dev`, opaque here.
     fn nvpm_dev_to_pci(dev: *mut c_void) -> *mut c_void;
+    fn nvpm_user_errno(err: c_int) -> c_int;
 }
 
 /// The context behind ib_core's `client_context`, or an error logged once.
@@ -29,8 +31,36 @@ fn lookup(client_context: *mut c_void, op: &str) -> Option<Arc<Context>> {
     found
 }
 
+/// The errno ib_core passes on to `ibv_reg_mr`: kernel-internal ones (such as NVIDIA's
+/// ENOTSUPP, 524, "Unknown error 524" in user space) become ones user space can decode.
 fn errno(e: Error) -> c_int {
-    e.to_errno()
+    // SAFETY: a pure function of its argument.
+    unsafe { nvpm_user_errno(e.to_errno()) }
+}
+
+/// Whether NVIDIA pins `[va, va + len)` for the calling process. -EINVAL means "not GPU memory"
+/// (host memory, freed or foreign GPU memory); any other error still means GPU memory, which we
+/// claim so that `get_pages` reports the real errno (ENOMEM when BAR1 is exhausted, say)
+/// instead of ib_core's generic EFAULT.
+fn is_gpu_memory(kind: ClientKind, va: u64, len: u64) -> bool {
+    let support = match kind {
+        ClientKind::Invalidating => None,
+        ClientKind::Persistent => Some(&crate::globals().persistent),
+    };
+    match nv_p2p::probe(support, va, len) {
+        Ok(()) => true,
+        Err(e) if e == EINVAL => false,
+        Err(e) if e == eopnotsupp() && kind == ClientKind::Persistent => false,
+        Err(e) => {
+            crate::dbg_log!(
+                "claiming {:#x} (+{:#x}) although pinning failed: {:?}\n",
+                va,
+                len,
+                e
+            );
+            true
+        }
+    }
 }
 
 fn acquire(
@@ -40,33 +70,27 @@ fn acquire(
     client_context: *mut *mut c_void,
 ) -> c_int {
     let (addr, size): (u64, u64) = (addr, size as u64);
-    if client_context.is_null() || !context::probe(kind, addr, size) {
+    if client_context.is_null() {
         return 0;
     }
-    let ctx = match Context::new(addr, size, kind) {
-        Ok(c) => c,
-        Err(e) => {
-            pr_err!(
-                "acquire {:#x} (+{:#x}): no memory for a context: {:?}\n",
-                addr,
-                size,
-                e
-            );
-            return 0;
-        }
+    let Some((va, len)) = gpu_range(addr, size) else {
+        return 0;
     };
-    let id = match crate::globals().registry.insert(ctx) {
-        Ok(id) => id,
-        Err(e) => {
-            pr_err!(
-                "acquire {:#x} (+{:#x}): cannot record the context: {:?}\n",
-                addr,
-                size,
-                e
-            );
-            return 0;
-        }
-    };
+    if !is_gpu_memory(kind, va, len) {
+        return 0;
+    }
+    let registry = &crate::globals().registry;
+    let id = registry.new_id();
+    let inserted = Context::new(id, addr, size, kind).and_then(|ctx| registry.insert(ctx));
+    if let Err(e) = inserted {
+        pr_err!(
+            "acquire {:#x} (+{:#x}): no memory for a context: {:?}\n",
+            addr,
+            size,
+            e
+        );
+        return 0;
+    }
     // SAFETY: ib_core passes a valid out-pointer (checked non-NULL above).
     unsafe { *client_context = id as *mut c_void };
     crate::dbg_log!("acquire {:#x} (+{:#x}): context {}\n", addr, size, id);
@@ -157,7 +181,7 @@ unsafe extern "C" fn dma_map(
     match unsafe { ctx.dma_map(peer, sg_head) } {
         Ok(n) => {
             // SAFETY: checked non-NULL; ib_core's out-parameter.
-            unsafe { *nmap = n as c_int };
+            unsafe { *nmap = n };
             crate::dbg_log!("dma_map {:#x} (+{:#x}): {} entries\n", ctx.va, ctx.len, n);
             0
         }

@@ -1,30 +1,29 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! One registration of GPU memory: from `acquire` to `release`.
+//! One registration of GPU memory, from `acquire` to `release`, and what ib_core asks of it.
 //!
-//! NVIDIA's objects (the page table and its DMA mapping) are owned by exactly one party at a
-//! time. They live in the context's `Inner`; an operation that calls NVIDIA takes them out
-//! under the lock, calls NVIDIA without the lock, and puts them back. The free callback takes
-//! whatever is in `Inner` and frees it after invalidating; an operation that held objects while
-//! the callback fired finds `freed` set when it comes back and frees them instead. No lock is
-//! held across a call into NVIDIA or ib_core, so the callback can never deadlock against
-//! get_pages or dma_map, and no object can be freed twice.
+//! The rules that keep it safe against NVIDIA's free callback (`revoke.rs`), which can run at
+//! any moment from any thread while NVIDIA holds its API lock:
 //!
-//! Lifetime: ib_core holds one reference (dropped in `release`); a pin with a free callback
-//! holds another, passed to NVIDIA as the callback's data and dropped either by the callback or
-//! by a successful `put_pages` (after which NVIDIA never calls back). Each context holds a
-//! module reference, so the module cannot be unloaded while either party can still call in.
+//! 1. NVIDIA's objects are read, unmapped or freed only while holding the context's `phase`
+//!    mutex. The callback takes that mutex before anything else, so it cannot return, and NVIDIA
+//!    cannot free the objects, while another thread uses them.
+//! 2. The mutex is never held across a call that takes NVIDIA's API lock (get_pages, put_pages,
+//!    dma_map_pages) or across ib_core's invalidate: the callback holds the API lock and would
+//!    wait for us forever. During such a call the phase says so (`Pinning`, `Mapping`,
+//!    `Unpinning`) and the caller owns the objects; the callback then neither invalidates nor
+//!    waits, and the caller looks at the phase before touching what NVIDIA returned.
+//! 3. The sg list is ib_core's until it unmaps or releases (it restores trimmed entries, without
+//!    its lock, during teardown): only `dma_unmap` and `release` free it.
 
-use core::ffi::c_void;
+use core::ffi::{c_int, c_void};
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
 
-use crate::compat::eopnotsupp;
 use crate::module_ref::ModuleRef;
 use crate::nv_p2p::{DmaMapping, PageTable, GPU_PAGE_MASK, GPU_PAGE_SIZE};
-use crate::peer_mem;
-use crate::sg::DmaSgTable;
+use crate::sg::SgCopy;
 
 /// Which client a registration belongs to.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -35,34 +34,62 @@ pub(crate) enum ClientKind {
     Persistent,
 }
 
-/// Where a registration is in ib_core's sequence.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Phase {
-    Acquired,
-    Pinned,
-    Mapped,
-    /// An operation has taken NVIDIA's objects out of `Inner`.
-    Busy,
-    /// The GPU memory was freed; everything NVIDIA gave us is gone.
-    Invalidated,
+/// Pinned GPU pages.
+pub(crate) struct Pin {
+    pub(crate) table: PageTable,
+    /// ib_core's id for this registration, for invalidations.
+    pub(crate) core_context: u64,
+    /// The process that pinned: NVIDIA looks pins up by the calling process, so only it can
+    /// unpin.
+    tgid: c_int,
 }
 
-struct Inner {
-    phase: Phase,
-    table: Option<PageTable>,
-    mapping: Option<DmaMapping>,
-    /// ib_core's sg_table we filled in `dma_map`.
-    sgt: Option<DmaSgTable>,
-    core_context: u64,
-    /// Set by the free callback; tells a `Busy` operation to free what it holds.
-    freed: bool,
-    /// The task running ib_core's invalidate for us: calls it makes into the client are no-ops.
-    invalidating_task: *mut c_void,
+/// The DMA mapping for the NIC and the sg list made from it.
+pub(crate) struct Mapping {
+    pub(crate) dma: DmaMapping,
+    pub(crate) sg: SgCopy,
+}
+
+/// Where a registration is; each variant owns what that phase holds.
+pub(crate) enum Phase {
+    /// Nothing pinned: after `acquire`, or after `put_pages`.
+    Acquired,
+    /// `nvidia_p2p_get_pages` in flight.
+    Pinning,
+    Pinned(Pin),
+    /// `nvidia_p2p_dma_map_pages` in flight; the caller holds the pin.
+    Mapping,
+    Mapped(Pin, Mapping),
+    /// `nvidia_p2p_put_pages` in flight; the caller holds the pin.
+    Unpinning,
+    /// ib_core unpinned from a thread that is not the pinning process, so NVIDIA kept the pin:
+    /// it goes when the GPU memory is freed, through the free callback.
+    Orphaned(Pin),
+    /// The free callback ran: nothing of NVIDIA's is left. The sg list stays until ib_core
+    /// lets go of it.
+    Revoked(Option<SgCopy>),
+}
+
+impl Phase {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Acquired => "acquired",
+            Self::Pinning => "pinning",
+            Self::Pinned(_) => "pinned",
+            Self::Mapping => "mapping",
+            Self::Mapped(..) => "mapped",
+            Self::Unpinning => "unpinning",
+            Self::Orphaned(_) => "orphaned",
+            Self::Revoked(_) => "revoked",
+        }
+    }
 }
 
 /// The per-registration context.
 #[pin_data]
 pub(crate) struct Context {
+    /// Our id for it: ib_core's `client_context` and the free callback's data.
+    pub(crate) id: usize,
     /// The raw range ib_core asked about.
     pub(crate) addr: u64,
     pub(crate) size: u64,
@@ -71,14 +98,10 @@ pub(crate) struct Context {
     pub(crate) len: u64,
     pub(crate) kind: ClientKind,
     #[pin]
-    inner: Mutex<Inner>,
-    /// Keeps the module loaded for as long as anyone (ib_core or a free callback) can call in.
+    pub(crate) phase: Mutex<Phase>,
+    /// Keeps the module loaded for as long as ib_core or NVIDIA can call in for this context.
     _module: ModuleRef,
 }
-
-// SAFETY: `invalidating_task` is only compared with the current task, never dereferenced;
-// everything else in `Inner` is `Send`, and `Inner` is only reached through the mutex.
-unsafe impl Send for Inner {}
 
 /// Widens `[addr, addr + size)` to whole GPU pages.
 pub(crate) fn gpu_range(addr: u64, size: u64) -> Option<(u64, u64)> {
@@ -91,80 +114,59 @@ pub(crate) fn gpu_range(addr: u64, size: u64) -> Option<(u64, u64)> {
 }
 
 extern "C" {
-    fn nvpm_current_task() -> *mut c_void;
+    fn nvpm_current_tgid() -> c_int;
 }
 
-/// The running task, as an identity to compare with.
-fn current() -> *mut c_void {
-    // SAFETY: returns `current`; no requirement.
-    unsafe { nvpm_current_task() }
+fn current_tgid() -> c_int {
+    // SAFETY: reads `current->tgid`; no requirement.
+    unsafe { nvpm_current_tgid() }
 }
 
 impl Context {
-    pub(crate) fn new(addr: u64, size: u64, kind: ClientKind) -> Result<Arc<Self>> {
+    pub(crate) fn new(id: usize, addr: u64, size: u64, kind: ClientKind) -> Result<Arc<Self>> {
         let (va, len) = gpu_range(addr, size).ok_or(EINVAL)?;
         Arc::pin_init(
             pin_init!(Self {
+                id,
                 addr,
                 size,
                 va,
                 len,
                 kind,
-                inner <- new_mutex!(Inner {
-                    phase: Phase::Acquired,
-                    table: None,
-                    mapping: None,
-                    sgt: None,
-                    core_context: 0,
-                    freed: false,
-                    invalidating_task: core::ptr::null_mut(),
-                }),
+                phase <- new_mutex!(Phase::Acquired),
                 _module: ModuleRef::take(),
             }),
             GFP_KERNEL,
         )
     }
 
-    /// True when called back by ib_core from inside our own invalidate call.
-    fn reentered(inner: &Inner) -> bool {
-        !inner.invalidating_task.is_null() && inner.invalidating_task == current()
-    }
-
     /// Pins the GPU pages (ib_core's `get_pages`).
     pub(crate) fn get_pages(self: &Arc<Self>, core_context: u64) -> Result {
         {
-            let mut inner = self.inner.lock();
-            if inner.phase != Phase::Acquired {
-                pr_err!("get_pages on a registration in phase {:?}\n", inner.phase);
+            let mut phase = self.phase.lock();
+            if !matches!(*phase, Phase::Acquired) {
+                pr_err!(
+                    "get_pages for va {:#x} in phase {}: refused\n",
+                    self.va,
+                    phase.name()
+                );
                 return Err(EINVAL);
             }
-            inner.phase = Phase::Busy;
-            inner.core_context = core_context;
+            *phase = Phase::Pinning;
         }
-        let pinned = match self.kind {
-            ClientKind::Invalidating => self.pin_revocable(),
-            ClientKind::Persistent => crate::globals().persistent.pin(self.va, self.len),
-        };
-        let validated = pinned.and_then(|t| match t.validate() {
-            Ok(()) => Ok(t),
-            Err(e) => {
-                self.unpin(t);
-                Err(e)
-            }
-        });
-        let table = match validated {
+        let pinned = self.pin();
+        let mut phase = self.phase.lock();
+        let table = match pinned {
             Ok(t) => t,
             Err(e) => {
-                self.inner.lock().phase = Phase::Acquired;
+                *phase = Phase::Acquired;
                 return Err(e);
             }
         };
-        let mut inner = self.inner.lock();
-        if inner.freed {
-            // The GPU memory was freed while we were pinning it: the table is dead.
-            inner.phase = Phase::Invalidated;
-            drop(inner);
-            table.free_dead();
+        if matches!(*phase, Phase::Revoked(_)) {
+            // The GPU memory was freed as soon as it was pinned: the table is dead.
+            drop(phase);
+            table.free_revoked();
             pr_err!(
                 "GPU memory at {:#x} (+{:#x}) was freed during registration\n",
                 self.va,
@@ -172,26 +174,54 @@ impl Context {
             );
             return Err(EFAULT);
         }
-        inner.table = Some(table);
-        inner.phase = Phase::Pinned;
+        let pin = Pin {
+            table,
+            core_context,
+            tgid: current_tgid(),
+        };
+        if let Err(e) = pin.table.validate(self.len) {
+            *phase = Phase::Unpinning;
+            drop(phase);
+            self.unpin(pin);
+            return Err(e);
+        }
+        *phase = Phase::Pinned(pin);
         Ok(())
     }
 
-    fn pin_revocable(self: &Arc<Self>) -> Result<PageTable> {
-        let data = Arc::into_raw(self.clone()).cast_mut().cast::<c_void>();
-        // SAFETY: `data` carries a reference on `self` that keeps the context alive until the
-        // callback has run or the table was put successfully (see the module docs).
-        let res = unsafe { PageTable::get_revocable(self.va, self.len, Some(free_callback), data) };
-        if let Err(e) = res {
-            // SAFETY: NVIDIA did not keep the callback: take back the reference.
-            drop(unsafe { Arc::from_raw(data.cast::<Self>()) });
-            let hint = if e == ENOMEM {
+    /// Pins with a free callback (invalidating client) or for good (persistent client).
+    fn pin(self: &Arc<Self>) -> Result<PageTable> {
+        let res = match self.kind {
+            ClientKind::Persistent => {
+                PageTable::get_persistent(&crate::globals().persistent, self.va, self.len)
+            }
+            ClientKind::Invalidating => {
+                crate::globals().registry.arm(self.clone())?;
+                // SAFETY: the callback finds the context by id among the armed ones, where it
+                // stays until the callback ran or the pin is released (`registry.rs`).
+                let res = unsafe {
+                    PageTable::get_revocable(
+                        self.va,
+                        self.len,
+                        crate::revoke::free_callback,
+                        self.id as *mut c_void,
+                    )
+                };
+                if res.is_err() {
+                    // NVIDIA did not keep the callback.
+                    drop(crate::globals().registry.disarm(self.id));
+                }
+                res
+            }
+        };
+        if let Err(e) = &res {
+            let hint = if *e == ENOMEM {
                 " (GPU BAR1 space exhausted? see nvidia-smi -q -d MEMORY)"
             } else {
                 ""
             };
             pr_err!(
-                "nvidia_p2p_get_pages(va={:#x}, len={:#x}) failed: {:?}{}\n",
+                "pinning GPU memory va={:#x} len={:#x} failed: {:?}{}\n",
                 self.va,
                 self.len,
                 e,
@@ -201,87 +231,119 @@ impl Context {
         res
     }
 
-    /// Puts `table`; on success drops the callback's reference, as NVIDIA will never call back.
-    fn unpin(self: &Arc<Self>, table: PageTable) {
-        let revocable = self.kind == ClientKind::Invalidating;
-        match table.put() {
-            Ok(()) if revocable => {
-                let raw: *const Self = &**self;
-                // SAFETY: `raw` is what `Arc::into_raw` returned for the reference given to
-                // NVIDIA in `pin_revocable`; NVIDIA has dropped the callback, so nothing else
-                // will consume that reference.
-                drop(unsafe { Arc::from_raw(raw) });
+    /// Releases `pin`; the phase is `Unpinning` and no lock is held.
+    fn unpin(self: &Arc<Self>, pin: Pin) {
+        if pin.table.is_revocable() && pin.tgid != current_tgid() {
+            pr_warn!(
+                "GPU memory at {:#x} (+{:#x}) released by another process than the one that pinned it (pid {}): nvidia keeps it pinned until that process frees it\n",
+                self.va,
+                self.len,
+                pin.tgid
+            );
+            let mut phase = self.phase.lock();
+            if matches!(*phase, Phase::Revoked(_)) {
+                drop(phase);
+                pin.table.free_revoked();
+            } else {
+                *phase = Phase::Orphaned(pin);
             }
-            Ok(()) => {}
-            // A free callback raced the put: the callback owns its reference.
-            Err(e) if revocable => crate::dbg_log!("put_pages raced a free callback: {:?}\n", e),
-            Err(e) => pr_err!(
-                "releasing persistent GPU pages at {:#x} (+{:#x}) failed: {:?}\n",
+            return;
+        }
+        let res = pin.table.put();
+        let mut phase = self.phase.lock();
+        if matches!(*phase, Phase::Revoked(_)) {
+            // The free callback ran while the put waited for NVIDIA: the table was revoked.
+            drop(phase);
+            pin.table.free_revoked();
+            return;
+        }
+        *phase = Phase::Acquired;
+        drop(phase);
+        let revocable = pin.table.is_revocable();
+        pin.table.released();
+        if revocable {
+            // Put from the pinning process: the pin is gone, NVIDIA will not call back.
+            drop(crate::globals().registry.disarm(self.id));
+        }
+        if let Err(e) = res {
+            pr_err!(
+                "releasing GPU pages at {:#x} (+{:#x}) failed: {:?}\n",
                 self.va,
                 self.len,
                 e
-            ),
+            );
         }
     }
 
-    /// Maps the pinned pages for `peer` and fills ib_core's `sgt` (ib_core's `dma_map`).
+    /// Maps the pinned pages for `peer` and gives ib_core's `core_sgt` the sg list (ib_core's
+    /// `dma_map`). Returns the number of entries.
     ///
     /// # Safety
     ///
-    /// `peer` must be a valid PCI device and `sgt` ib_core's table for this registration; both
-    /// must stay valid until `dma_unmap`, `release`, or the end of an invalidation.
+    /// `peer` must be a valid PCI device and `core_sgt` ib_core's empty table for this
+    /// registration; the device must outlive the mapping.
     pub(crate) unsafe fn dma_map(
         self: &Arc<Self>,
         peer: *mut c_void,
-        sgt: *mut c_void,
-    ) -> Result<u32> {
-        let table = {
-            let mut inner = self.inner.lock();
-            if inner.phase != Phase::Pinned {
-                return Err(if inner.phase == Phase::Invalidated {
-                    EFAULT
-                } else {
-                    EINVAL
-                });
+        core_sgt: *mut c_void,
+    ) -> Result<c_int> {
+        let pin = {
+            let mut phase = self.phase.lock();
+            match core::mem::replace(&mut *phase, Phase::Mapping) {
+                Phase::Pinned(pin) => pin,
+                other => {
+                    let err = if matches!(other, Phase::Revoked(_)) {
+                        EFAULT
+                    } else {
+                        pr_err!(
+                            "dma_map for va {:#x} in phase {}: refused\n",
+                            self.va,
+                            other.name()
+                        );
+                        EINVAL
+                    };
+                    *phase = other;
+                    return Err(err);
+                }
             }
-            inner.phase = Phase::Busy;
-            inner.table.take().ok_or(EINVAL)?
         };
-        // SAFETY: `peer` is valid and outlives the mapping (caller).
-        let mapped = unsafe { DmaMapping::map(peer, &table) }.and_then(|mapping| {
-            // SAFETY: `sgt` is ib_core's table for this registration (caller).
-            match unsafe { DmaSgTable::fill(sgt, mapping.dma_addresses(), GPU_PAGE_SIZE) } {
-                Ok(filled) => Ok((mapping, filled)),
+        // SAFETY: `peer` is valid (caller); the table was live when the phase said `Pinned`.
+        let mapped = unsafe { DmaMapping::map(peer, &pin.table) };
+        let mut phase = self.phase.lock();
+        if matches!(*phase, Phase::Revoked(_)) {
+            drop(phase);
+            if let Ok(dma) = mapped {
+                dma.free_revoked();
+            }
+            pin.table.free_revoked();
+            pr_err!(
+                "GPU memory at {:#x} (+{:#x}) was freed during registration\n",
+                self.va,
+                self.len
+            );
+            return Err(EFAULT);
+        }
+        let made = mapped.and_then(|dma| {
+            let addrs = dma.validate(&pin.table).map(|()| dma.dma_addresses());
+            // SAFETY: `core_sgt` is ib_core's table for this registration (caller).
+            match addrs.and_then(|a| unsafe { SgCopy::create(core_sgt, a, GPU_PAGE_SIZE) }) {
+                Ok(sg) => Ok(Mapping { dma, sg }),
                 Err(e) => {
-                    mapping.unmap(&table);
+                    dma.unmap(&pin.table);
                     Err(e)
                 }
             }
         });
-        let mut inner = self.inner.lock();
-        if inner.freed {
-            inner.phase = Phase::Invalidated;
-            drop(inner);
-            if let Ok((mapping, filled)) = mapped {
-                drop(filled);
-                mapping.free_dead();
-            }
-            table.free_dead();
-            return Err(EFAULT);
-        }
-        inner.table = Some(table);
-        match mapped {
-            Ok((mapping, filled)) => {
-                let nents = filled.nents();
-                inner.mapping = Some(mapping);
-                inner.sgt = Some(filled);
-                inner.phase = Phase::Mapped;
-                Ok(nents)
+        match made {
+            Ok(mapping) => {
+                let n = mapping.sg.nents();
+                *phase = Phase::Mapped(pin, mapping);
+                Ok(n)
             }
             Err(e) => {
-                inner.phase = Phase::Pinned;
+                *phase = Phase::Pinned(pin);
                 pr_err!(
-                    "nvidia_p2p_dma_map_pages(va={:#x}, len={:#x}) failed: {:?}\n",
+                    "DMA-mapping GPU memory va={:#x} len={:#x} failed: {:?}\n",
                     self.va,
                     self.len,
                     e
@@ -291,176 +353,51 @@ impl Context {
         }
     }
 
-    /// Unmaps (ib_core's `dma_unmap`). A no-op inside our own invalidation, where only the
-    /// sg_table is given back.
-    pub(crate) fn dma_unmap(self: &Arc<Self>) {
-        let (table, mapping, sgt) = {
-            let mut inner = self.inner.lock();
-            if Self::reentered(&inner) {
-                // ib_core is done with its sg_table; NVIDIA's objects are the callback's.
-                let sgt = inner.sgt.take();
-                drop(inner);
-                drop(sgt);
-                return;
+    /// Unmaps (ib_core's `dma_unmap`; ib_core is done with the sg list).
+    pub(crate) fn dma_unmap(&self) {
+        let mut phase = self.phase.lock();
+        match core::mem::replace(&mut *phase, Phase::Acquired) {
+            Phase::Mapped(pin, mapping) => {
+                mapping.dma.unmap(&pin.table);
+                drop(mapping.sg);
+                *phase = Phase::Pinned(pin);
             }
-            if inner.phase != Phase::Mapped {
-                return;
-            }
-            inner.phase = Phase::Busy;
-            (inner.table.take(), inner.mapping.take(), inner.sgt.take())
-        };
-        drop(sgt);
-        let Some(table) = table else { return };
-        if let Some(m) = mapping {
-            m.unmap(&table);
-        }
-        self.check_in_table(table, Phase::Pinned);
-    }
-
-    /// Returns `table` to `Inner` after an operation, unless the callback fired meanwhile.
-    fn check_in_table(&self, table: PageTable, phase: Phase) {
-        let mut inner = self.inner.lock();
-        if inner.freed {
-            inner.phase = Phase::Invalidated;
-            drop(inner);
-            table.free_dead();
-        } else {
-            inner.table = Some(table);
-            inner.phase = phase;
+            // After the free callback: only the sg list is left, and ib_core hands it back.
+            Phase::Revoked(_) => *phase = Phase::Revoked(None),
+            other => *phase = other,
         }
     }
 
-    /// Unpins (ib_core's `put_pages`). A no-op inside our own invalidation.
+    /// Unpins (ib_core's `put_pages`).
     pub(crate) fn put_pages(self: &Arc<Self>) {
-        let table = {
-            let mut inner = self.inner.lock();
-            if Self::reentered(&inner) || inner.phase != Phase::Pinned {
-                return;
+        let pin = {
+            let mut phase = self.phase.lock();
+            match core::mem::replace(&mut *phase, Phase::Unpinning) {
+                Phase::Pinned(pin) => pin,
+                other => {
+                    *phase = other;
+                    return;
+                }
             }
-            inner.phase = Phase::Acquired;
-            inner.table.take()
         };
-        if let Some(t) = table {
-            self.unpin(t);
-        }
+        self.unpin(pin);
     }
 
     /// Undoes whatever ib_core left mapped or pinned (ib_core's `release`).
     pub(crate) fn release(self: &Arc<Self>) {
-        let phase = self.inner.lock().phase;
-        if phase == Phase::Mapped {
-            pr_warn!(
-                "release of a still-mapped registration at {:#x}: unmapping\n",
-                self.va
-            );
-            self.dma_unmap();
+        {
+            let mut phase = self.phase.lock();
+            match &mut *phase {
+                Phase::Mapped(..) => pr_warn!(
+                    "release of a still-mapped registration at {:#x}: unmapping\n",
+                    self.va
+                ),
+                // ib_core is done with the sg list of a revoked registration.
+                Phase::Revoked(sg) => drop(sg.take()),
+                _ => {}
+            }
         }
+        self.dma_unmap();
         self.put_pages();
     }
-
-    /// NVIDIA's free callback: the GPU memory under this registration is being freed.
-    ///
-    /// The sg_table stays in `Inner` during the invalidation: a legacy core hands it back by
-    /// calling `dma_unmap` from inside, after which it may free its own structures.
-    fn on_free(self: &Arc<Self>) {
-        let (live, core_context, table, mapping) = {
-            let mut inner = self.inner.lock();
-            inner.freed = true;
-            let live = matches!(inner.phase, Phase::Pinned | Phase::Mapped);
-            if live {
-                inner.phase = Phase::Invalidated;
-                inner.invalidating_task = current();
-            }
-            (
-                live,
-                inner.core_context,
-                inner.table.take(),
-                inner.mapping.take(),
-            )
-        };
-        crate::dbg_log!(
-            "free callback for va {:#x} (+{:#x}): {}\n",
-            self.va,
-            self.len,
-            if live {
-                "invalidating"
-            } else {
-                "registration in transition"
-            }
-        );
-        if live && !peer_mem::invalidate(core_context) {
-            pr_err!(
-                "cannot invalidate va {:#x}: no invalidate function from ib_core\n",
-                self.va
-            );
-        }
-        let sgt = {
-            let mut inner = self.inner.lock();
-            inner.invalidating_task = core::ptr::null_mut();
-            if live {
-                inner.sgt.take()
-            } else {
-                None
-            }
-        };
-        // ib_core has stopped the NIC: free our sg list and NVIDIA's objects.
-        drop(sgt);
-        if let Some(m) = mapping {
-            m.free_dead();
-        }
-        if let Some(t) = table {
-            t.free_dead();
-        }
-    }
 }
-
-/// NVIDIA's free callback for pins made by [`Context::get_pages`].
-///
-/// # Safety
-///
-/// `data` must be the reference created in `pin_revocable`, passed exactly once.
-unsafe extern "C" fn free_callback(data: *mut c_void) {
-    // SAFETY: per the function's contract this consumes the callback's reference.
-    let ctx = unsafe { Arc::from_raw(data.cast::<Context>()) };
-    ctx.on_free();
-}
-
-/// Whether `[addr, addr + size)` is GPU memory nvidia.ko knows, checked by pinning and
-/// unpinning it. NVIDIA answers -EINVAL for memory that is not its own; any other error (BAR1
-/// space exhausted, say) still means GPU memory, which we claim so that `get_pages` reports the
-/// real errno instead of ib_core's generic EFAULT.
-pub(crate) fn probe(kind: ClientKind, addr: u64, size: u64) -> bool {
-    let Some((va, len)) = gpu_range(addr, size) else {
-        return false;
-    };
-    let table = match kind {
-        // SAFETY: the probe callback ignores its data and may run any time until put.
-        ClientKind::Invalidating => unsafe {
-            PageTable::get_revocable(va, len, Some(probe_callback), core::ptr::null_mut())
-        },
-        ClientKind::Persistent => crate::globals().persistent.pin(va, len),
-    };
-    match table {
-        Ok(t) => {
-            let _ = t.put();
-            true
-        }
-        Err(e) if e == EINVAL || e == eopnotsupp() && kind == ClientKind::Persistent => false,
-        Err(e) => {
-            crate::dbg_log!(
-                "claiming {:#x} (+{:#x}) although pinning failed: {:?}\n",
-                va,
-                len,
-                e
-            );
-            true
-        }
-    }
-}
-
-/// The free callback of a probe pin: nothing to invalidate.
-///
-/// # Safety
-///
-/// None: the data pointer is ignored.
-unsafe extern "C" fn probe_callback(_data: *mut c_void) {}

@@ -4,12 +4,14 @@
  * /sys/module/nv_peer_mem/parameters/, on every kernel line) and two inline kernel helpers the
  * Rust crate cannot reach through bindings.
  */
+#include <linux/errno.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/pci.h>
 #include <linux/sched.h>
 #include <linux/scatterlist.h>
+#include <linux/slab.h>
 
 int nvpm_param_enable_dbg(void);
 int nvpm_param_peerdirect_support(void);
@@ -20,10 +22,12 @@ void nvpm_module_put(void);
 void *nvpm_nvidia_get_pages_persistent(void);
 void *nvpm_nvidia_put_pages_persistent(void);
 bool nvpm_nvidia_has_cap_persistent_pages(void);
-void *nvpm_current_task(void);
-int nvpm_sg_fill(struct sg_table *sgt, const u64 *dma_addresses, unsigned int n, u32 len);
-void nvpm_sg_free(struct sg_table *sgt);
-unsigned int nvpm_sg_nents(const struct sg_table *sgt);
+struct sg_table *nvpm_sg_create(struct sg_table *core_sgt, const u64 *dma_addresses,
+				unsigned int n, u32 len);
+void nvpm_sg_destroy(struct sg_table *own);
+unsigned int nvpm_sg_nents(const struct sg_table *own);
+int nvpm_current_tgid(void);
+int nvpm_user_errno(int err);
 
 /*
  * Shown by modinfo and in /sys/module/nv_peer_mem/version (the service's status reads it); the
@@ -122,39 +126,66 @@ bool nvpm_nvidia_has_cap_persistent_pages(void)
 	return &nvidia_p2p_cap_persistent_pages != NULL;
 }
 
-/* The running task, compared (never dereferenced) to spot calls re-entering an invalidation. */
-void *nvpm_current_task(void)
-{
-	return current;
-}
-
 /*
- * Fills ib_core's empty @sgt with @n entries of @len bytes at @dma_addresses. GPU memory has no
- * struct page: entries carry DMA addresses only.
+ * The sg list handed to ib_core lives in a struct sg_table of our own: ib_core gets a copy of
+ * the header, and MLNX_OFED 5.x zeroes its copy after an unmap or an invalidation, so the list
+ * can only be freed through ours. GPU memory has no struct page: entries carry DMA addresses
+ * only, @len bytes each.
  */
-int nvpm_sg_fill(struct sg_table *sgt, const u64 *dma_addresses, unsigned int n, u32 len)
+struct sg_table *nvpm_sg_create(struct sg_table *core_sgt, const u64 *dma_addresses,
+				unsigned int n, u32 len)
 {
+	struct sg_table *own;
 	struct scatterlist *sg;
 	unsigned int i;
-	int ret;
 
-	ret = sg_alloc_table(sgt, n, GFP_KERNEL);
-	if (ret)
-		return ret;
-	for_each_sgtable_sg(sgt, sg, i) {
+	own = kzalloc(sizeof(*own), GFP_KERNEL);
+	if (!own)
+		return NULL;
+	if (sg_alloc_table(own, n, GFP_KERNEL)) {
+		kfree(own);
+		return NULL;
+	}
+	for_each_sgtable_sg(own, sg, i) {
 		sg->length = len;
 		sg_dma_address(sg) = dma_addresses[i];
 		sg_dma_len(sg) = len;
 	}
-	return 0;
+	*core_sgt = *own;
+	return own;
 }
 
-void nvpm_sg_free(struct sg_table *sgt)
+void nvpm_sg_destroy(struct sg_table *own)
 {
-	sg_free_table(sgt);
+	sg_free_table(own);
+	kfree(own);
 }
 
-unsigned int nvpm_sg_nents(const struct sg_table *sgt)
+unsigned int nvpm_sg_nents(const struct sg_table *own)
 {
-	return sgt->nents;
+	return own->nents;
+}
+
+/* The running process, as NVIDIA's P2P API identifies it (token 0 lookups). */
+int nvpm_current_tgid(void)
+{
+	return current->tgid;
+}
+
+/* Kernel-internal errnos (ENOTSUPP and friends) mean nothing to user space. */
+int nvpm_user_errno(int err)
+{
+	if (err >= 0 || err < -MAX_ERRNO)
+		return -EIO;
+	switch (-err) {
+	case ENOTSUPP:
+		return -EOPNOTSUPP;
+	case ERESTARTSYS:
+	case ERESTARTNOINTR:
+	case ERESTARTNOHAND:
+	case ERESTART_RESTARTBLOCK:
+		return -EINTR;
+	default:
+		return -err >= 512 ? -EIO : err;
+	}
 }

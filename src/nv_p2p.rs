@@ -1,10 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The NVIDIA P2P API exported by `nvidia.ko`, declared from its documented ABI, with owning
-//! wrappers for the objects it hands out.
+//! wrappers for the objects it hands out. Everything that differs between NVIDIA driver
+//! generations is decided here:
 //!
-//! Struct versions are checked on every table and mapping NVIDIA returns: the major number must
-//! match ours and the driver's minor must be at least ours.
+//! - page tables are version 1.x up to driver 570 and 2.0 (with a trailing `flags` word) since
+//!   580.65.06; both share the prefix this module reads;
+//! - since R515 the driver frees a revoked table and its mappings itself once the free callback
+//!   returns, and `nvidia_p2p_free_*` are no-ops; older drivers wanted the client to call them
+//!   from inside its callback. Calling them there is right for every generation;
+//! - the persistent-pages entry points exist since R535, the capability symbol since R515.
+//!
+//! The wrappers never call NVIDIA on drop: which call releases an object depends on whether its
+//! free callback has run, which only the owner knows (see `context.rs`). Dropping one without
+//! releasing it is a bug that is logged.
 
 use core::ffi::{c_int, c_void};
 use core::ptr::NonNull;
@@ -15,10 +24,19 @@ use kernel::prelude::*;
 pub(crate) const GPU_PAGE_SIZE: u64 = 64 * 1024;
 pub(crate) const GPU_PAGE_MASK: u64 = !(GPU_PAGE_SIZE - 1);
 
-const PAGE_TABLE_VERSION: u32 = 0x0001_0002;
-const DMA_MAPPING_VERSION: u32 = 0x0002_0003;
+/// Page-table versions we understand: (major, lowest minor). 1.2 up to driver 570; 2.0 since
+/// 580.65.06, which appends `u32 flags` (bit 0: CPU-cacheable) that we do not need.
+const PAGE_TABLE_VERSIONS: [(u32, u32); 2] = [(1, 2), (2, 0)];
+/// DMA mapping version 2.3, unchanged across the generations we support.
+const DMA_MAPPING_VERSIONS: [(u32, u32); 1] = [(2, 3)];
 /// `page_size` value of a table made of 64 KiB pages.
 const PAGE_SIZE_64KB: u32 = 1;
+
+fn version_known(have: u32, known: &[(u32, u32)]) -> bool {
+    known
+        .iter()
+        .any(|&(major, minor)| have >> 16 == major && have & 0xffff >= minor)
+}
 
 #[repr(C)]
 struct RawPage {
@@ -27,6 +45,7 @@ struct RawPage {
     registers: [u32; 6],
 }
 
+/// The prefix every page-table generation shares (v2 appends `u32 flags`).
 #[repr(C)]
 pub(crate) struct RawPageTable {
     version: u32,
@@ -83,23 +102,18 @@ extern "C" {
 type GetPagesPersistentFn = unsafe extern "C" fn(u64, u64, *mut *mut RawPageTable, u32) -> c_int;
 type PutPagesPersistentFn = unsafe extern "C" fn(u64, *mut RawPageTable, u32) -> c_int;
 
-fn version_compatible(have: u32, want: u32) -> bool {
-    (have >> 16) == (want >> 16) && (have & 0xffff) >= (want & 0xffff)
-}
-
 /// How a page table was pinned, which decides how it is released.
 #[derive(Clone, Copy)]
 pub(crate) enum PinKind {
-    /// `nvidia_p2p_get_pages`, released with `nvidia_p2p_put_pages`.
+    /// `nvidia_p2p_get_pages` with a free callback, released with `nvidia_p2p_put_pages`.
     Revocable,
-    /// `nvidia_p2p_get_pages_persistent`, released with `nvidia_p2p_put_pages_persistent`
-    /// (this pointer; the symbol reference is held by [`PersistentApi`]).
-    Persistent(PutPagesPersistentFn),
+    /// No free callback: `nvidia_p2p_get_pages_persistent`, released with
+    /// `nvidia_p2p_put_pages_persistent` (this pointer; the symbol reference is held by
+    /// [`PersistentApi`]), or `nvidia_p2p_get_pages` with a NULL callback on R515-R530.
+    Persistent(Option<PutPagesPersistentFn>),
 }
 
-/// NVIDIA's page table for a pinned GPU range. Dropping it without [`PageTable::put`] or
-/// [`PageTable::free_dead`] would leak the pin, so both consume it and `Drop` is a last resort
-/// that puts the pages.
+/// NVIDIA's page table for a pinned GPU range.
 pub(crate) struct PageTable {
     raw: NonNull<RawPageTable>,
     va: u64,
@@ -115,17 +129,17 @@ impl PageTable {
     ///
     /// # Safety
     ///
-    /// `callback` must remain callable with `data` until the table is put or the callback has
-    /// run, as NVIDIA may invoke it at any time in between.
+    /// `callback` must stay callable with `data` until the pin is released or the callback has
+    /// run: NVIDIA may call it at any time in between, from any thread.
     pub(crate) unsafe fn get_revocable(
         va: u64,
         len: u64,
-        callback: Option<FreeCallback>,
+        callback: FreeCallback,
         data: *mut c_void,
     ) -> Result<Self> {
         let mut raw: *mut RawPageTable = core::ptr::null_mut();
         // SAFETY: `raw` is a valid out-pointer; the caller guarantees the callback contract.
-        to_result(unsafe { nvidia_p2p_get_pages(0, 0, va, len, &mut raw, callback, data) })?;
+        to_result(unsafe { nvidia_p2p_get_pages(0, 0, va, len, &mut raw, Some(callback), data) })?;
         let raw = NonNull::new(raw).ok_or(EIO)?;
         Ok(Self {
             raw,
@@ -134,38 +148,51 @@ impl PageTable {
         })
     }
 
-    /// Pins `[va, va + len)` with no free callback through the persistent API.
-    pub(crate) fn get_persistent(api: &PersistentApi, va: u64, len: u64) -> Result<Self> {
+    /// Pins `[va, va + len)` for good: NVIDIA never revokes it.
+    pub(crate) fn get_persistent(support: &PersistentSupport, va: u64, len: u64) -> Result<Self> {
         let mut raw: *mut RawPageTable = core::ptr::null_mut();
-        // SAFETY: `api.get` is NVIDIA's exported function (kept alive by the symbol reference
-        // `api` holds); `raw` is a valid out-pointer.
-        to_result(unsafe { (api.get)(va, len, &mut raw, 0) })?;
+        let put = match support {
+            PersistentSupport::Api(api) => {
+                // SAFETY: `api.get` is NVIDIA's exported function (kept alive by the module
+                // dependency); `raw` is a valid out-pointer.
+                to_result(unsafe { (api.get)(va, len, &mut raw, 0) })?;
+                Some(api.put)
+            }
+            PersistentSupport::NullCallback => {
+                // SAFETY: R515-R530 take a NULL callback as a persistent pin: nothing to keep
+                // alive.
+                to_result(unsafe {
+                    nvidia_p2p_get_pages(0, 0, va, len, &mut raw, None, core::ptr::null_mut())
+                })?;
+                None
+            }
+            PersistentSupport::None => return Err(crate::compat::eopnotsupp()),
+        };
         let raw = NonNull::new(raw).ok_or(EIO)?;
         Ok(Self {
             raw,
             va,
-            kind: PinKind::Persistent(api.put),
+            kind: PinKind::Persistent(put),
         })
     }
 
     fn raw(&self) -> &RawPageTable {
-        // SAFETY: NVIDIA keeps the table valid until it is put or freed, both of which consume
-        // `self`.
+        // SAFETY: the owner of `self` guarantees that NVIDIA has not freed the table: it reads
+        // tables only while their free callback cannot have returned (see `context.rs`).
         unsafe { self.raw.as_ref() }
     }
 
-    pub(crate) fn as_ptr(&self) -> *mut RawPageTable {
-        self.raw.as_ptr()
+    pub(crate) fn is_revocable(&self) -> bool {
+        matches!(self.kind, PinKind::Revocable)
     }
 
-    /// Checks the struct version and page size NVIDIA returned.
-    pub(crate) fn validate(&self) -> Result {
+    /// Checks the struct version, the page size and that the table covers `len` bytes.
+    pub(crate) fn validate(&self, len: u64) -> Result {
         let t = self.raw();
-        if !version_compatible(t.version, PAGE_TABLE_VERSION) {
+        if !version_known(t.version, &PAGE_TABLE_VERSIONS) {
             pr_err!(
-                "page table version {:#010x} from nvidia.ko is incompatible with {:#010x}\n",
-                t.version,
-                PAGE_TABLE_VERSION
+                "nvidia.ko returned page table version {:#010x}; this nv_peer_mem understands 1.x and 2.x (driver up to 595): update nv_peer_mem\n",
+                t.version
             );
             return Err(EINVAL);
         }
@@ -177,6 +204,15 @@ impl PageTable {
             );
             return Err(EINVAL);
         }
+        if u64::from(t.entries) * GPU_PAGE_SIZE != len || t.pages.is_null() {
+            pr_err!(
+                "page table for va {:#x} has {} entries, the range needs {}\n",
+                self.va,
+                t.entries,
+                len / GPU_PAGE_SIZE
+            );
+            return Err(EINVAL);
+        }
         Ok(())
     }
 
@@ -184,41 +220,50 @@ impl PageTable {
         self.raw().entries as usize
     }
 
-    /// Unpins the pages. On failure (a free callback raced this call) NVIDIA has revoked the
-    /// table, which is then freed here.
-    pub(crate) fn put(self) -> Result {
-        let mut this = core::mem::ManuallyDrop::new(self);
-        this.release()
-    }
-
-    fn release(&mut self) -> Result {
+    /// Unpins the pages (`nvidia_p2p_put_pages[_persistent]`). Takes NVIDIA's API lock: the
+    /// caller must hold no lock the free callback takes. NVIDIA answers 0 also to a put that
+    /// raced the free callback, so the result says nothing about the callback: afterwards the
+    /// owner disposes of the wrapper with [`Self::released`], or with [`Self::free_revoked`]
+    /// if it knows the callback ran meanwhile.
+    pub(crate) fn put(&self) -> Result {
         let raw = self.raw.as_ptr();
-        // SAFETY: `raw` is the live table pinned at `self.va`; callers give up ownership.
-        let ret = unsafe {
+        // SAFETY: `raw` is the table pinned at `self.va`; its owner gives it up after this.
+        to_result(unsafe {
             match self.kind {
-                PinKind::Revocable => nvidia_p2p_put_pages(0, 0, self.va, raw),
-                PinKind::Persistent(put) => put(self.va, raw, 0),
+                PinKind::Revocable | PinKind::Persistent(None) => {
+                    nvidia_p2p_put_pages(0, 0, self.va, raw)
+                }
+                PinKind::Persistent(Some(put)) => put(self.va, raw, 0),
             }
-        };
-        if ret != 0 && matches!(self.kind, PinKind::Revocable) {
-            // SAFETY: the table was revoked by a free callback and is ours to free.
-            unsafe { nvidia_p2p_free_page_table(raw) };
-        }
-        to_result(ret)
+        })
     }
 
-    /// Frees a table whose free callback has run (its pages are already gone).
-    pub(crate) fn free_dead(self) {
+    /// Forgets a table that [`Self::put`] released.
+    pub(crate) fn released(self) {
+        let _ = core::mem::ManuallyDrop::new(self);
+    }
+
+    /// Gives up a revoked table: called from its free callback, or after one ran (for drivers
+    /// before R515 the client frees the table; later ones free it themselves and this call is a
+    /// no-op that does not dereference it).
+    pub(crate) fn free_revoked(self) {
         let this = core::mem::ManuallyDrop::new(self);
-        // SAFETY: NVIDIA revoked the table in its free callback; freeing it is our duty.
+        // SAFETY: the table was revoked; freeing it is the client's part on old drivers and
+        // harmless on new ones.
         unsafe { nvidia_p2p_free_page_table(this.raw.as_ptr()) };
+    }
+
+    fn as_ptr(&self) -> *mut RawPageTable {
+        self.raw.as_ptr()
     }
 }
 
 impl Drop for PageTable {
-    /// Error paths drop tables they pinned: unpin them.
     fn drop(&mut self) {
-        let _ = self.release();
+        pr_err!(
+            "bug: page table for va {:#x} dropped without being released (pin leaked)\n",
+            self.va
+        );
     }
 }
 
@@ -232,69 +277,82 @@ pub(crate) struct DmaMapping {
 unsafe impl Send for DmaMapping {}
 
 impl DmaMapping {
-    /// Maps `table` for `peer`.
+    /// Maps `table` for `peer` (`nvidia_p2p_dma_map_pages`). Takes NVIDIA's API lock: the
+    /// caller must hold no lock the free callback takes, and must not read the result before
+    /// checking that the free callback has not run meanwhile.
     ///
     /// # Safety
     ///
-    /// `peer` must be a valid PCI device that outlives the mapping.
+    /// `peer` must be a valid PCI device that outlives the mapping; `table` must not have been
+    /// revoked when the call starts.
     pub(crate) unsafe fn map(peer: *mut c_void, table: &PageTable) -> Result<Self> {
         let mut raw: *mut RawDmaMapping = core::ptr::null_mut();
         // SAFETY: `peer` is valid (caller), `table` is live, `raw` is a valid out-pointer.
         to_result(unsafe { nvidia_p2p_dma_map_pages(peer, table.as_ptr(), &mut raw) })?;
         let raw = NonNull::new(raw).ok_or(EIO)?;
-        let mapping = Self { raw, peer };
-        // SAFETY: NVIDIA returned a valid mapping.
-        let m = unsafe { mapping.raw.as_ref() };
-        if !version_compatible(m.version, DMA_MAPPING_VERSION) {
+        Ok(Self { raw, peer })
+    }
+
+    fn raw(&self) -> &RawDmaMapping {
+        // SAFETY: read only while the table's free callback cannot have returned (owner's duty).
+        unsafe { self.raw.as_ref() }
+    }
+
+    /// Checks the struct version and that there is one address per page of `table`.
+    pub(crate) fn validate(&self, table: &PageTable) -> Result {
+        let m = self.raw();
+        if !version_known(m.version, &DMA_MAPPING_VERSIONS) {
             pr_err!(
-                "DMA mapping version {:#010x} from nvidia.ko is incompatible with {:#010x}\n",
-                m.version,
-                DMA_MAPPING_VERSION
+                "nvidia.ko returned DMA mapping version {:#010x}; this nv_peer_mem understands 2.3 and later 2.x\n",
+                m.version
             );
-            mapping.unmap(table);
             return Err(EINVAL);
         }
-        if m.entries as usize != table.entries() || m.page_size_type != PAGE_SIZE_64KB {
+        if m.entries as usize != table.entries()
+            || m.page_size_type != PAGE_SIZE_64KB
+            || m.dma_addresses.is_null()
+        {
             pr_err!(
                 "DMA mapping has {} entries of size type {}, page table {} entries\n",
                 m.entries,
                 m.page_size_type,
                 table.entries()
             );
-            mapping.unmap(table);
             return Err(EINVAL);
         }
-        Ok(mapping)
+        Ok(())
     }
 
-    /// The DMA address of every 64 KiB page, in order.
+    /// The DMA address of every 64 KiB page, in order (after [`Self::validate`]).
     pub(crate) fn dma_addresses(&self) -> &[u64] {
-        // SAFETY: a valid mapping holds `entries` addresses until it is unmapped or freed,
-        // which consumes `self`.
-        unsafe {
-            let m = self.raw.as_ref();
-            core::slice::from_raw_parts(m.dma_addresses, m.entries as usize)
-        }
+        let m = self.raw();
+        // SAFETY: a validated mapping holds `entries` addresses while it is live.
+        unsafe { core::slice::from_raw_parts(m.dma_addresses, m.entries as usize) }
     }
 
-    /// Unmaps through NVIDIA. If the table was revoked meanwhile, frees the mapping instead.
+    /// Unmaps (`nvidia_p2p_dma_unmap_pages`: no API lock, allowed inside the free callback).
     pub(crate) fn unmap(self, table: &PageTable) {
         let this = core::mem::ManuallyDrop::new(self);
-        // SAFETY: the mapping was made for `this.peer` from `table`.
+        // SAFETY: the mapping was made for `this.peer` from `table`, neither has been freed.
         let ret =
             unsafe { nvidia_p2p_dma_unmap_pages(this.peer, table.as_ptr(), this.raw.as_ptr()) };
         if ret != 0 {
-            // SAFETY: NVIDIA refused the unmap because the table was revoked; the mapping
-            // object is still ours to free.
-            unsafe { nvidia_p2p_free_dma_mapping(this.raw.as_ptr()) };
+            pr_err!("nvidia_p2p_dma_unmap_pages failed: {}\n", ret);
         }
     }
 
-    /// Frees a mapping whose table was revoked by a free callback.
-    pub(crate) fn free_dead(self) {
+    /// Gives up a mapping of a revoked table, from inside its free callback (a no-op on R515
+    /// and later, which unmap and free it when the callback returns).
+    pub(crate) fn free_revoked(self) {
         let this = core::mem::ManuallyDrop::new(self);
-        // SAFETY: after the free callback the mapping object is ours to free.
+        // SAFETY: the table was revoked; the mapping is the client's to free on old drivers.
         unsafe { nvidia_p2p_free_dma_mapping(this.raw.as_ptr()) };
+    }
+}
+
+impl Drop for DmaMapping {
+    fn drop(&mut self) {
+        pr_err!("bug: DMA mapping dropped without being released\n");
     }
 }
 
@@ -313,10 +371,11 @@ extern "C" {
 
 /// What nvidia.ko offers for pins without a free callback.
 pub(crate) enum PersistentSupport {
-    /// `*_persistent` entry points.
+    /// `*_persistent` entry points (R535 and later).
     Api(PersistentApi),
-    /// Only `nvidia_p2p_cap_persistent_pages`: `get_pages` accepts a NULL callback.
+    /// Only `nvidia_p2p_cap_persistent_pages` (R515-R530): `get_pages` accepts a NULL callback.
     NullCallback,
+    /// Neither (before R515).
     None,
 }
 
@@ -346,9 +405,36 @@ impl PersistentSupport {
             Self::None
         }
     }
+
+    pub(crate) fn available(&self) -> bool {
+        !matches!(self, Self::None)
+    }
 }
 
-// The ABI's layouts on 64-bit kernels.
+/// The free callback of a probe pin (see `context::probe`): nothing to invalidate.
+///
+/// # Safety
+///
+/// None: the data pointer is ignored.
+unsafe extern "C" fn probe_callback(_data: *mut c_void) {}
+
+/// Whether NVIDIA knows `[va, va + len)` as GPU memory of the calling process: pins and unpins
+/// it at once. Returns NVIDIA's error otherwise.
+pub(crate) fn probe(support: Option<&PersistentSupport>, va: u64, len: u64) -> Result {
+    let table = match support {
+        // SAFETY: the probe callback ignores its data and is module text, which stays loaded
+        // while ib_core can call `acquire`.
+        None => unsafe { PageTable::get_revocable(va, len, probe_callback, core::ptr::null_mut()) },
+        Some(s) => PageTable::get_persistent(s, va, len),
+    }?;
+    // A free racing the probe makes this put a no-op that returns 0: fine either way, as the
+    // probe callback keeps nothing.
+    let _ = table.put();
+    table.released();
+    Ok(())
+}
+
+// The ABI's layouts on 64-bit kernels (v2 page tables are 40 bytes; we read the 32-byte prefix).
 const _: () = assert!(core::mem::size_of::<RawPage>() == 32);
 const _: () = assert!(core::mem::size_of::<RawPageTable>() == 32);
 const _: () = assert!(core::mem::size_of::<RawDmaMapping>() == 40);

@@ -14,9 +14,10 @@ mod nv_p2p;
 mod params;
 mod peer_mem;
 mod registry;
+mod revoke;
 mod sg;
 
-use nv_p2p::{PageTable, PersistentSupport};
+use nv_p2p::PersistentSupport;
 use peer_mem::{PeerMemoryClientEx, Registration};
 use registry::Registry;
 
@@ -71,20 +72,6 @@ fn globals() -> &'static Globals {
     unsafe { &*g }
 }
 
-impl PersistentSupport {
-    /// Pins GPU memory that NVIDIA will never revoke.
-    fn pin(&self, va: u64, len: u64) -> Result<PageTable> {
-        match self {
-            Self::Api(api) => PageTable::get_persistent(api, va, len),
-            // SAFETY: no callback is registered, so there is nothing to keep alive.
-            Self::NullCallback => unsafe {
-                PageTable::get_revocable(va, len, None, core::ptr::null_mut())
-            },
-            Self::None => Err(compat::eopnotsupp()),
-        }
-    }
-}
-
 struct NvPeerMem {
     /// "nv_mem": invalidating, or persistent with `persistent_api_support=1`.
     main: Option<Registration>,
@@ -97,7 +84,7 @@ struct NvPeerMem {
 impl kernel::Module for NvPeerMem {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let persistent = PersistentSupport::probe();
-        let has_persistent = !matches!(persistent, PersistentSupport::None);
+        let has_persistent = persistent.available();
         let globals = KBox::pin_init(
             pin_init!(Globals { registry <- Registry::new(), persistent }),
             GFP_KERNEL,
@@ -133,7 +120,11 @@ impl kernel::Module for NvPeerMem {
         pr_info!(
             "loaded, version {} ({} PeerDirect registration{})\n",
             VERSION,
-            if legacy { "legacy" } else { "extended" },
+            if legacy {
+                "legacy"
+            } else {
+                "extended; MLNX_OFED 4.9 needs peerdirect_support=1"
+            },
             if persistent_only {
                 ", persistent nv_mem"
             } else {

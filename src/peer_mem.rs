@@ -65,11 +65,18 @@ pub(crate) struct PeerMemoryClient {
 
 /// `struct peer_memory_client_ex`: the extended form ib_core recognises by the last version
 /// byte being 1.
+///
+/// MLNX_OFED 4.9 knows no extended form: its `peer_memory_client` is 16 bytes longer, and it
+/// reads `ex_size` and `flags` (with the padding after them) as two more function pointers,
+/// `get_context_private_data` and `put_context_private_data`. A non-NULL first one makes it
+/// skip the client for every registration. The legacy form therefore zeroes all 16 bytes,
+/// padding included (`reserved`).
 #[repr(C)]
 pub(crate) struct PeerMemoryClientEx {
     client: PeerMemoryClient,
     ex_size: usize,
     flags: u32,
+    reserved: u32,
 }
 
 // SAFETY: the struct is immutable after construction and holds only function pointers and
@@ -134,6 +141,7 @@ impl PeerMemoryClientEx {
             },
             ex_size,
             flags,
+            reserved: 0,
         }
     }
 

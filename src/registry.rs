@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The live registrations, by the id ib_core knows them as (its `client_context`).
+//! The live registrations, by id. The id is what ib_core holds as `client_context` and what
+//! NVIDIA passes back to our free callback: never a pointer, so a stale or foreign value is
+//! refused instead of dereferenced.
+//!
+//! Two maps hold references: `contexts` for ib_core (from `acquire` to `release`) and `armed`
+//! for NVIDIA (from arming a pin's free callback until the callback runs, or until the pin was
+//! released from the process that made it, after which NVIDIA never calls back). A callback
+//! that finds no armed entry does nothing.
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::new_mutex;
@@ -14,7 +21,9 @@ use crate::context::Context;
 pub(crate) struct Registry {
     #[pin]
     contexts: Mutex<RBTree<usize, Arc<Context>>>,
-    /// Ids are never reused, so a stale id from ib_core cannot reach a newer registration.
+    #[pin]
+    armed: Mutex<RBTree<usize, Arc<Context>>>,
+    /// Ids are never reused, so a stale id cannot reach a newer registration.
     next_id: AtomicUsize,
 }
 
@@ -22,15 +31,19 @@ impl Registry {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             contexts <- new_mutex!(RBTree::new()),
+            armed <- new_mutex!(RBTree::new()),
             next_id: AtomicUsize::new(1),
         })
     }
 
-    pub(crate) fn insert(&self, ctx: Arc<Context>) -> Result<usize> {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let node = RBTreeNode::new(id, ctx, GFP_KERNEL)?;
+    pub(crate) fn new_id(&self) -> usize {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn insert(&self, ctx: Arc<Context>) -> Result {
+        let node = RBTreeNode::new(ctx.id, ctx, GFP_KERNEL)?;
         self.contexts.lock().insert(node);
-        Ok(id)
+        Ok(())
     }
 
     pub(crate) fn get(&self, id: usize) -> Option<Arc<Context>> {
@@ -39,5 +52,17 @@ impl Registry {
 
     pub(crate) fn remove(&self, id: usize) -> Option<Arc<Context>> {
         self.contexts.lock().remove(&id)
+    }
+
+    /// Keeps `ctx` alive for NVIDIA's free callback.
+    pub(crate) fn arm(&self, ctx: Arc<Context>) -> Result {
+        let node = RBTreeNode::new(ctx.id, ctx, GFP_KERNEL)?;
+        self.armed.lock().insert(node);
+        Ok(())
+    }
+
+    /// Drops the callback's reference; returns it to a callback that runs.
+    pub(crate) fn disarm(&self, id: usize) -> Option<Arc<Context>> {
+        self.armed.lock().remove(&id)
     }
 }
