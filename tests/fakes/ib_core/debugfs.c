@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ib_core test double: debugfs control files under
- * /sys/kernel/debug/fake_ib_core/ (ctl, regs, clients, dma_buf, stats).
+ * /sys/kernel/debug/fake_ib_core/ (ctl, regs, clients, dma_buf, stats);
+ * specified in INTERFACE-ib_core.md.
  */
 #include "fake_ib_core.h"
 
@@ -116,12 +117,36 @@ static int fake_ctl_exec(int argc, char **argv)
 	if (!strcmp(argv[0], "reg"))
 		return fake_cmd_reg(argc, argv);
 	if (!strcmp(argv[0], "dereg")) {
-		if (argc != 2) {
-			pr_err("ctl: usage: dereg <id>\n");
+		bool worker = argc == 3 && !strcmp(argv[2], "worker");
+
+		if (argc != 2 && !worker) {
+			pr_err("ctl: usage: dereg <id> [worker]\n");
 			return -EINVAL;
 		}
 		ret = fake_parse_ul("id", argv[1], &id);
-		return ret ? ret : fake_mr_dereg(id);
+		return ret ? ret : fake_mr_dereg(id, worker);
+	}
+	if (!strcmp(argv[0], "inject")) {
+		unsigned long count = 1;
+
+		if (argc == 2 && !strcmp(argv[1], "clear")) {
+			fake_inject_clear();
+			return 0;
+		}
+		if (argc != 3 && argc != 4) {
+			pr_err("ctl: usage: inject <point> sleep:<ms>|<-errno> [count] | inject clear\n");
+			return -EINVAL;
+		}
+		if (argc == 4) {
+			ret = fake_parse_ul("count", argv[3], &count);
+			if (ret)
+				return ret;
+			if (!count || count > UINT_MAX) {
+				pr_err("ctl: inject: bad count %lu\n", count);
+				return -EINVAL;
+			}
+		}
+		return fake_inject_set(argv[1], argv[2], count);
 	}
 	if (!strcmp(argv[0], "read"))
 		return fake_cmd_rw(argc, argv, false);
@@ -247,6 +272,8 @@ static int fake_stats_f_show(struct seq_file *m, void *unused)
 	seq_printf(m, "violations %d\n", atomic_read(&fake_violations));
 	seq_printf(m, "unmaps_in_invalidate %d\n",
 		   atomic_read(&fake_stat_unmaps_in_invalidate));
+	seq_printf(m, "core_version %d\n", fake_core_version);
+	seq_printf(m, "deadlocks %d\n", atomic_read(&fake_stat_deadlocks));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(fake_stats_f);

@@ -2,9 +2,10 @@
 /*
  * ib_core test double: /sys/kernel/mm/memory_peers/<client>/ counters.
  *
- * The "memory_peers" directory exists while at least one client has an
- * entry.  mm_kobj is not exported to modules on recent kernels, so the
- * /sys/kernel/mm kobject is found through its sysfs node.
+ * Whether it exists at all: module parameter memory_peers (main.c).
+ * mm_kobj is not exported to modules since 6.6, so the /sys/kernel/mm
+ * kobject is found through its sysfs node.  Attribute values are printed
+ * as the real show functions do ("%llu\n", version "%s\n").
  */
 #include "fake_ib_core.h"
 
@@ -33,7 +34,6 @@ struct fake_peer_attr {
 /* Under fake_clients_lock. */
 static struct kobject *fake_mm_kobj;
 static struct kobject *fake_peers_kobj;
-static int fake_peers_users;
 
 static ssize_t fake_peer_attr_show(struct kobject *kobj,
 				   struct kobj_attribute *attr, char *buf)
@@ -97,31 +97,57 @@ static struct kobject *fake_find_mm_kobj(void)
 	return kobj;
 }
 
-int fake_sysfs_add_client(struct fake_client *c)
+/* Does /sys/kernel/mm/<name> exist (e.g. an old memory_peers kept by a child)? */
+static bool fake_mm_has(const char *name)
+{
+	struct kernfs_node *kn;
+
+	if (!fake_mm_kobj || !fake_mm_kobj->sd)
+		return false;
+	kn = kernfs_find_and_get(fake_mm_kobj->sd, name);
+	if (!kn)
+		return false;
+	kernfs_put(kn);
+	return true;
+}
+
+/*
+ * 24.07 (backport 0019, under HAVE_MM_KOBJ_EXPORTED): at client
+ * registration, create memory_peers if the core holds none, then
+ * memory_peers/<name>; any failure refuses the client.  4.9
+ * create_peer_sysfs(): memory_peers is created when the client list is
+ * empty.  Duplicates are refused up front (the real kobject_add() would
+ * also print a stack dump).
+ */
+int fake_sysfs_add_client(struct fake_client *c, bool first)
 {
 	struct kobject *kobj;
 	int ret;
 
 	lockdep_assert_held(&fake_clients_lock);
+	if (!fake_memory_peers_enabled())
+		return 0;
 
-	if (!c->name[0])
-		return -EINVAL;
-	if (fake_client_name_has_sysfs(c->name)) {
-		pr_info("a client named %s already has a memory_peers entry\n",
-			c->name);
-		return -EEXIST;
-	}
-
-	if (!fake_peers_kobj) {
+	if (fake_v4() ? first : !fake_peers_kobj) {
 		if (!fake_mm_kobj)
 			fake_mm_kobj = fake_find_mm_kobj();
 		if (!fake_mm_kobj)
 			return -ENOENT;
+		if (fake_mm_has("memory_peers")) {
+			pr_err("/sys/kernel/mm/memory_peers still exists (kept by an unregistering client); the real core fails here too\n");
+			return -EEXIST;
+		}
 		fake_peers_kobj = kobject_create_and_add("memory_peers", fake_mm_kobj);
 		if (!fake_peers_kobj)
 			return -ENOMEM;
 	}
 
+	if (!c->name[0] || fake_client_name_has_sysfs(c->name)) {
+		pr_err("memory_peers: a client named '%s' already has an entry (or the name is empty)\n",
+		       c->name);
+		ret = -EEXIST;
+		goto err_parent;
+	}
 	kobj = kobject_create_and_add(c->name, fake_peers_kobj);
 	if (!kobj) {
 		ret = -ENOMEM;
@@ -133,14 +159,11 @@ int fake_sysfs_add_client(struct fake_client *c)
 		goto err_parent;
 	}
 	fake_client_set_kobj(c, kobj);
-	fake_peers_users++;
 	return 0;
 
 err_parent:
-	if (!fake_peers_users) {
-		kobject_put(fake_peers_kobj);
-		fake_peers_kobj = NULL;
-	}
+	if (first)
+		fake_sysfs_put_parent();
 	return ret;
 }
 
@@ -148,14 +171,18 @@ void fake_sysfs_del_client(struct fake_client *c)
 {
 	struct kobject *kobj = c->kobj;
 
-	lockdep_assert_held(&fake_clients_lock);
-
 	if (!kobj)
 		return;
 	fake_client_set_kobj(c, NULL);
 	sysfs_remove_group(kobj, &fake_peer_group);
 	kobject_put(kobj);
-	if (--fake_peers_users == 0) {
+}
+
+/* The core drops memory_peers when its client list becomes empty. */
+void fake_sysfs_put_parent(void)
+{
+	lockdep_assert_held(&fake_clients_lock);
+	if (fake_peers_kobj) {
 		kobject_put(fake_peers_kobj);
 		fake_peers_kobj = NULL;
 	}
@@ -164,12 +191,7 @@ void fake_sysfs_del_client(struct fake_client *c)
 void fake_sysfs_exit(void)
 {
 	mutex_lock(&fake_clients_lock);
-	if (fake_peers_kobj) {
-		pr_err("memory_peers still has %d entries at unload\n",
-		       fake_peers_users);
-		kobject_put(fake_peers_kobj);
-		fake_peers_kobj = NULL;
-	}
+	fake_sysfs_put_parent();
 	if (fake_mm_kobj) {
 		kobject_put(fake_mm_kobj);
 		fake_mm_kobj = NULL;
