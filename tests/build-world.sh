@@ -36,12 +36,14 @@ mkdir -p "$build_dir/module"
 cp -r "$top/tests/fakes/ib_core" "$build_dir/ib_core"
 cp -r "$top/Makefile" "$top/Kbuild" "$top/src" "$top/scripts" "$build_dir/module/"
 build_ok=1
-for flavour in caponly nopersist full; do
-	cp -r "$top/tests/fakes/nvidia" "$build_dir/nvidia-$flavour"
-	fake_build "$build_dir/nvidia-$flavour" "$flavour" >"$logs/nvidia-$flavour.log" 2>&1 ||
-		{ build_ok=0; tail -20 "$logs/nvidia-$flavour.log" >&2; }
+# One fake nvidia.ko per NVIDIA driver generation (tests/fakes/nvidia/INTERFACE-nvidia.md).
+NV_GENERATIONS="r470 r515 r535 r580"
+for gen in $NV_GENERATIONS; do
+	cp -r "$top/tests/fakes/nvidia" "$build_dir/nvidia-$gen"
+	fake_build "$build_dir/nvidia-$gen" "$gen" >"$logs/nvidia-$gen.log" 2>&1 ||
+		{ build_ok=0; tail -20 "$logs/nvidia-$gen.log" >&2; }
 done
-ln -sfn nvidia-full "$build_dir/nvidia"
+ln -sfn nvidia-r580 "$build_dir/nvidia"
 fake_build "$build_dir/ib_core" >"$logs/ib_core.log" 2>&1 || { build_ok=0; tail -20 "$logs/ib_core.log" >&2; }
 module_make "$build_dir/module" modules >"$logs/module.log" 2>&1 || { build_ok=0; tail -30 "$logs/module.log" >&2; }
 
@@ -57,10 +59,16 @@ if [ $build_ok = 1 ]; then
 	rm -rf "$service_root"
 	make -s -C "$top" install-service DESTDIR="$service_root" >"$logs/install-service.log" 2>&1 ||
 		die "make install-service failed: $logs/install-service.log"
+	# Threads of one process for the race scenarios (NVIDIA finds GPU memory by process).
+	gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$build_dir/race" "$top/tests/vm/race.c" \
+		>"$logs/race.log" 2>&1 || die "building tests/vm/race.c failed: $logs/race.log"
+	# Every generation is in the VM; /init puts the one the boot asks for where modprobe looks.
+	nv_kos=()
+	for gen in $NV_GENERATIONS; do
+		nv_kos+=("/opt/fake-nvidia/$gen/nvidia.ko=$build_dir/nvidia-$gen/nvidia.ko")
+	done
 	"$top/tests/vm/mkinitramfs.sh" --overlay "$service_root" "$kbuild" "$initrd" "$bars" \
-		"$build_dir/nvidia-full/nvidia.ko" \
-		"/opt/fake-nvidia/caponly/nvidia.ko=$build_dir/nvidia-caponly/nvidia.ko" \
-		"/opt/fake-nvidia/nopersist/nvidia.ko=$build_dir/nvidia-nopersist/nvidia.ko" \
+		"$build_dir/nvidia/nvidia.ko" "${nv_kos[@]}" "/bin/race=$build_dir/race" \
 		"$build_dir/ib_core/ib_core.ko" "$build_dir/module/nv_peer_mem.ko" ||
 		die "initramfs build failed"
 fi

@@ -4,6 +4,9 @@
 # VM scenarios, build the packaged source with DKMS and boot the VM with the packaged service
 # and that module; then the host checks (build warning-free, clippy, rustfmt, preflight
 # messages, shellcheck) and the deb's install/upgrade/purge cycle, once.
+# The VM scenarios run once per emulated world of the matrix (NVIDIA driver generation x
+# MLNX_OFED core, tests/README.md); NVPM_MATRIX_<line> (e.g. NVPM_MATRIX_7="r580:24.x")
+# overrides a kernel line's list.
 # usage: tests/run.sh all|vm|host [SCENARIO...]
 # Prints one result line per kernel and ends with "N passed, N failed"; exits non-zero if
 # anything failed.
@@ -13,6 +16,15 @@ shift || true
 here=$(cd "$(dirname "$0")" && pwd)
 
 passed=0 failed=0 failures=() kernel_lines=()
+
+# The worlds each kernel line runs the whole VM suite in: every combination real systems pair
+# on the newest kernel, the newest and the oldest on the LTS line (time budget: tests/README.md).
+matrix_for() {
+	case $1 in
+	7) echo "${NVPM_MATRIX_7:-r580:24.x r535:5.x r515:5.x r470:4.9}" ;;
+	*) echo "${NVPM_MATRIX_6_12:-r580:24.x r470:4.9}" ;;
+	esac
+}
 result() { # result PASS|FAIL name [detail]
 	if [ "$1" = PASS ]; then
 		passed=$((passed + 1))
@@ -59,7 +71,11 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 		else
 			mapfile -t scenarios < <(cd "$top/tests/scenarios" && for f in *.sh; do echo "${f%.sh}"; done)
 		fi
-		collect "$krel:vm:" "$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$work/vm" "${scenarios[@]}"
+		for world in $(matrix_for "$KLINE"); do
+			NVPM_VM_APPEND="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}" \
+				collect "$krel:$world:" "$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" \
+				"$work/vm-${world/:/-}" "${scenarios[@]}"
+		done
 	fi
 	if [ "$mode" = all ] && [ $build_ok = 1 ]; then
 		if [ -n "$dkms_deb" ] && [ -n "$service_deb" ]; then

@@ -19,9 +19,11 @@ inject_case() {
 # acquire's probe and get_pages both see the error: GPU memory that cannot be pinned is still
 # claimed, so the user gets NVIDIA's errno instead of EFAULT.
 inject_case get_pages -12 2 "Cannot allocate memory" "BAR1" "BAR exhausted: ENOMEM"
-inject_case get_pages -5 2 "Input/output error" "nvidia_p2p_get_pages" "driver error: EIO"
-inject_case get_pages -95 2 "Operation not supported" "nvidia_p2p_get_pages" "unsupported: EOPNOTSUPP"
-inject_case dma_map_pages -12 1 "Cannot allocate memory" "nvidia_p2p_dma_map_pages" "dma_map fails: ENOMEM"
+inject_case get_pages -5 2 "Input/output error" "pinning GPU memory" "driver error: EIO"
+inject_case get_pages -95 2 "Operation not supported" "pinning GPU memory" "unsupported: EOPNOTSUPP"
+# NVIDIA returns the kernel-internal ENOTSUPP (524); ibv_reg_mr must not say "Unknown error 524".
+inject_case get_pages -524 2 "Operation not supported" "pinning GPU memory" "ENOTSUPP (524) reaches users as EOPNOTSUPP"
+inject_case dma_map_pages -12 1 "Cannot allocate memory" "DMA-mapping GPU memory" "dma_map fails: ENOMEM"
 inject_case get_pages pagesize 2 "Invalid argument" "only 64 KiB pages" "128 KiB GPU pages refused"
 inject_case get_pages version 2 "Invalid argument" "page table version" "incompatible page table version"
 inject_case dma_map_pages version 1 "Invalid argument" "DMA mapping version" "incompatible mapping version"

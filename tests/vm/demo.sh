@@ -16,7 +16,7 @@ service start
 grep -q '^nv_peer_mem ' /proc/modules || { not_ok "the service did not load nv_peer_mem"; finish; }
 say "loaded with its dependencies (modprobe):"
 grep -E '^(nv_peer_mem|ib_core|nvidia) ' /proc/modules | awk '{print "demo:   " $1 " (used by " $3 ")"}'
-say "peer memory clients: $(ls $PEERS | tr '\n' ' ')(version $(cat $PEERS/nv_mem/version))"
+say "peer memory clients in ib_core: $(sed -n 's/^name=\([^ ]*\) version=\([^ ]*\).*/\1 (\2)/p' $IBC/clients | tr '\n' ' ')"
 ctl_nv "alloc $GPU_VA 0x400000 shuffled"
 say "cudaMalloc: 4 MiB of GPU memory at $GPU_VA (64 pages, shuffled in the BAR)"
 ctl_ib "reg 1 edu0 $GPU_VA 0x400000" || not_ok "registration failed"
@@ -32,7 +32,7 @@ say "service nv_peer_mem status:"
 service status
 say "nvidia.ko: pins $(nv_stat pins), DMA mappings $(nv_stat mappings)"
 ctl_nv "free $GPU_VA"
-say "cudaFree under the live registration: invalidated=$(sed -n 's/^id=1 .*invalidated=\([01]\).*/\1/p' $IBC/regs), free callbacks=$(peer_counter nv_mem num_free_callbacks)"
+say "cudaFree under the live registration: invalidated=$(sed -n 's/^id=1 .*invalidated=\([01]\).*/\1/p' $IBC/regs), free callbacks counted by ib_core=$(peer_counter nv_mem num_free_callbacks)"
 ctl_ib "dereg 1"
 say "deregistered; pins left in nvidia: $(nv_stat pins), mappings: $(nv_stat mappings)"
 say "service nv_peer_mem stop:"

@@ -10,6 +10,15 @@ PEERS=/sys/kernel/mm/memory_peers
 GPU_VA=0x7f0000000000 # where scenarios put their first GPU buffer
 FAILED=0
 
+# The emulated world of this boot (tests/README.md, "The matrix").
+NV_GEN=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.nvidia=//p')
+IB_CORE=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.ibcore=//p')
+: "${NV_GEN:=r580}" "${IB_CORE:=24.x}"
+# nvidia.ko offers persistent pages (R515 and later).
+nv_has_persistent() { [ "$NV_GEN" != r470 ]; }
+# MLNX_OFED 4.9: nv_mem is registered in the legacy form and ib_core unmaps inside invalidate.
+core_is_49() { [ "$IB_CORE" = 4.9 ]; }
+
 ok() { echo "ok - $*"; }
 not_ok() { echo "not ok - $*"; FAILED=1; }
 
@@ -47,7 +56,22 @@ stat_of() { sed -n "s/^$2 //p" "$1"; }
 nv_stat() { stat_of $NV/stats "$1"; }
 ib_stat() { stat_of $IBC/stats "$1"; }
 
-peer_counter() { cat "$PEERS/$1/$2"; }
+# peer_counter CLIENT COUNTER: ib_core's counter for a client. MLNX_OFED 24.x on kernels 6.6 and
+# later has no /sys/kernel/mm/memory_peers, so this reads the fake's debugfs view of the same
+# counters.
+peer_counter() { sed -n "s/^name=$1 .*[ ]$2=\([0-9]*\).*/\1/p" $IBC/clients; }
+
+# wait_log PATTERN [TENTHS]: wait until the kernel log has a line matching PATTERN (default 10 s).
+wait_log() {
+	n=0
+	until dmesg | grep -q -- "$1"; do
+		n=$((n + 1))
+		[ "$n" -lt "${2:-100}" ] || return 1
+		sleep 0.1
+	done
+}
+
+# race ARGS...: tests/vm/race.c, writes from threads of one process (see there).
 
 # load_world [nvidia.ko path] [ib_core args] [nv_peer_mem args]
 load_world() {

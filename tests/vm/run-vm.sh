@@ -2,7 +2,8 @@
 # Boot the test kernel in QEMU (TCG, q35 + intel-iommu, two ivshmem "GPUs", two edu "NICs")
 # with an initramfs, run the named scenarios, and report each one as PASS or FAIL.
 # usage: run-vm.sh KBUILD INITRAMFS WORKDIR SCENARIO...
-# NVPM_VM_APPEND adds kernel command line words (nvpm.rc=1: boot-time service start).
+# NVPM_VM_APPEND adds kernel command line words (nvpm.rc=1: boot-time service start;
+# nvpm.nvidia=r470|r515|r535|r580 and nvpm.ibcore=4.9|24.x: the emulated driver and core).
 # Prints "PASS name" / "FAIL name (reason)" lines; exit status 0 when all passed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,7 +15,7 @@ log=$work/console.log
 
 # Fresh GPU memory for every boot: scenarios may DMA-write into it.
 for g in 0 1; do
-	cp "$work/../bars/gpu$g.img" "$work/gpu$g.img"
+	cp "$(dirname "$initrd")/bars/gpu$g.img" "$work/gpu$g.img"
 done
 
 timeout_s=${NVPM_VM_TIMEOUT:-$((300 + 90 * ${#scenarios[@]}))}
