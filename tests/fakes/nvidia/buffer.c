@@ -5,6 +5,7 @@
  */
 #define pr_fmt(fmt) "fake_nvidia: " fmt
 
+#include <linux/sched.h>
 #include <linux/slab.h>
 
 #include "fake_nvidia.h"
@@ -81,6 +82,8 @@ int fnv_buffer_alloc(u64 va, u64 size, enum fnv_layout layout, int gpu_index)
 	buf->size = size;
 	buf->npages = size >> FNV_PAGE_SHIFT;
 	buf->layout = layout;
+	/* RM registers the process that owns the memory (token 0 lookups). */
+	buf->owner = current->tgid;
 	INIT_LIST_HEAD(&buf->tables);
 
 	buf->pages = kvcalloc(buf->npages, sizeof(*buf->pages), GFP_KERNEL);
@@ -135,16 +138,26 @@ void fnv_buffer_release_if_unused(struct fnv_buffer *buf)
 }
 
 /*
- * "cudaFree": run the free callback of every live, non-persistent table
- * over the buffer, in this (sleepable) context and without fnv_lock held,
- * so the client may call back into the P2P API. Tables pinned persistently
- * or without a callback keep the memory until they are put.
+ * "cudaFree", after NVIDIA/open-gpu-kernel-modules
+ * src/nvidia/src/kernel/gpu/bus/third_party_p2p.c CliDelThirdPartyP2PVidmemInfo
+ * (515-595): with the API lock held (the free ioctl runs under it), for each
+ * mapping of the memory: call its free callback, which is nv-p2p.c's
+ * nv_p2p_mem_info_free_callback: the client's callback and then (515+) the
+ * freeing of the page table and its DMA mappings; then the next one.
+ * Persistent pins (and r515 pins with a NULL callback) keep the memory
+ * until they are put. The callbacks run in the writer's context.
  */
 int fnv_buffer_free(u64 va)
 {
+	struct fnv_fault_req fault;
 	struct fnv_buffer *buf;
 	struct fnv_table *t;
 	bool found = false;
+	int ret;
+
+	ret = fnv_api_lock("free", "free va=0x%llx", va);
+	if (ret)
+		return ret;
 
 	mutex_lock(&fnv_lock);
 	list_for_each_entry(buf, &fnv_buffers, node) {
@@ -155,6 +168,7 @@ int fnv_buffer_free(u64 va)
 	}
 	if (!found) {
 		mutex_unlock(&fnv_lock);
+		fnv_api_unlock();
 		pr_err("free: no live buffer starts at va=0x%llx\n", va);
 		return -EINVAL;
 	}
@@ -166,16 +180,26 @@ int fnv_buffer_free(u64 va)
 	while ((t = fnv_table_begin_invalidate(buf))) {
 		void (*callback)(void *data) = t->free_callback;
 		void *data = t->data;
+		u64 id = t->id, tva = t->va, tlen = t->len;
 
 		mutex_unlock(&fnv_lock);
+		fnv_api_doing("free va=0x%llx: in the free callback of the pin va=0x%llx len=0x%llx",
+			      va, tva, tlen);
+		fnv_inject_take(FNV_OP_CALLBACK, &fault);
 		callback(data);
+		fnv_api_doing("free va=0x%llx: freeing the page table of va=0x%llx",
+			      va, tva);
 		mutex_lock(&fnv_lock);
-		fnv_table_end_invalidate(t);
+		/* r470: the client may have freed the table in its callback. */
+		t = fnv_table_find_id(id);
+		if (t)
+			fnv_table_end_invalidate(t);
 	}
 
 	buf->freeing = false;
 	fnv_buffer_release_if_unused(buf);
 	mutex_unlock(&fnv_lock);
+	fnv_api_unlock();
 	return 0;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nvidia.ko test double: control and inspection files in
- * /sys/kernel/debug/fake_nvidia/ (see tests/fakes/INTERFACE.md).
+ * /sys/kernel/debug/fake_nvidia/ (see INTERFACE-nvidia.md).
  */
 #define pr_fmt(fmt) "fake_nvidia: " fmt
 
@@ -126,10 +126,10 @@ static int fnv_buffers_show(struct seq_file *s, void *unused)
 
 	mutex_lock(&fnv_lock);
 	list_for_each_entry(buf, &fnv_buffers, node)
-		seq_printf(s, "va=0x%llx size=0x%llx gpu=%d layout=%s pins=%u persistent=%u freed=%d\n",
+		seq_printf(s, "va=0x%llx size=0x%llx gpu=%d layout=%s pins=%u persistent=%u freed=%d owner=%d\n",
 			   buf->va, buf->size, buf->gpu->index,
 			   fnv_layout_names[buf->layout], buf->pins,
-			   buf->persistent_pins, buf->freed);
+			   buf->persistent_pins, buf->freed, buf->owner);
 	mutex_unlock(&fnv_lock);
 	return 0;
 }
@@ -188,6 +188,9 @@ static int fnv_stats_show(struct seq_file *s, void *unused)
 	seq_printf(s, "free_pages %lu\n", free_pages);
 	seq_printf(s, "violations %ld\n", atomic_long_read(&fnv_violations));
 	seq_printf(s, "injected %lu\n", fnv_inject_count());
+	seq_printf(s, "hazards %lu\n", st.hazards);
+	seq_printf(s, "reentry_refused %lu\n", st.reentry_refused);
+	seq_printf(s, "flavour %s\n", FNV_FLAVOUR_NAME);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(fnv_stats);

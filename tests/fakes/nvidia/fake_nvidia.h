@@ -2,20 +2,30 @@
 /*
  * Internal state of the nvidia.ko test double.
  *
- * Object model (everything below is protected by fnv_lock):
+ * Two locks, like the real driver (NVIDIA/open-gpu-kernel-modules):
+ *
+ *  API lock    apilock.c; stands in for RM's API lock (rmapiLockAcquire in
+ *              src/nvidia/src/kernel/rmapi/rmapi.c, taken through
+ *              src/nvidia/arch/nvalloc/unix/src/osapi.c). Taken by
+ *              get_pages, put_pages, dma_map_pages, the persistent calls
+ *              and "free" (held across the client's free callbacks).
+ *              Invisible to lockdep; every wait is timed instead.
+ *  fnv_lock    a mutex protecting the object lists below and fnv_stats;
+ *              never held while a client callback runs. dma_unmap_pages
+ *              takes only this one (the real driver takes only the table's
+ *              mapping semaphore there).
  *
  *  fnv_gpu     one per bound ivshmem device; BAR 2 in 64 KiB pages with a
- *              bitmap allocator. Lives until module exit, even after unbind,
- *              so buffers never point at freed GPUs.
- *  fnv_buffer  a "cudaMalloc" at a test-chosen GPU VA. Holds its pages until
- *              it is freed AND no table pins it any more.
- *  fnv_table   the wrapper of one nvidia_p2p_page_table handed to a client.
- *              LIVE tables sit on their buffer's list. A free of the buffer
- *              moves tables with a callback to INVALIDATING (callback running,
- *              lock dropped) and then DEAD; the wrapper is destroyed once the
- *              client freed it and no mapping object refers to it.
- *  fnv_mapping the wrapper of one nvidia_p2p_dma_mapping; @mapped is false
- *              once the fake unmapped it because its table died.
+ *              bitmap allocator. Lives until module exit.
+ *  fnv_buffer  a "cudaMalloc" at a test-chosen GPU VA, owned by the process
+ *              that wrote "alloc". Holds its pages until it is freed AND no
+ *              table pins it any more.
+ *  fnv_table   the wrapper of one nvidia_p2p_page_table handed to a client
+ *              (embedded, so freeing the wrapper frees what the client
+ *              points at). When it goes away, a tomb remembers the pointer.
+ *  fnv_mapping the wrapper of one nvidia_p2p_dma_mapping.
+ *  fnv_tomb    a freed page table pointer, with when and why it died, so
+ *              later calls with it are diagnosed without dereferencing it.
  */
 #ifndef FAKE_NVIDIA_H
 #define FAKE_NVIDIA_H
@@ -37,13 +47,12 @@ struct pci_driver;
 #define FNV_GPU_BAR		2
 #define FNV_UUID_LEN		16
 
-#if defined(FNV_HAVE_PERSISTENT_API)
-#define FNV_FLAVOUR_NAME	"full"
-#elif defined(FNV_HAVE_CAP_SYMBOL)
-#define FNV_FLAVOUR_NAME	"caponly"
-#else
-#define FNV_FLAVOUR_NAME	"nopersist"
-#endif
+#define FNV_STR2(x)		#x
+#define FNV_STR(x)		FNV_STR2(x)
+#define FNV_FLAVOUR_NAME	"r" FNV_STR(FNV_GEN)
+
+/* r515 and later free tables and mappings themselves after the callback. */
+#define FNV_DRIVER_FREES	(FNV_GEN >= 515)
 
 struct fnv_gpu {
 	struct list_head node;		/* on fnv_gpus */
@@ -72,6 +81,7 @@ struct fnv_buffer {
 	unsigned long npages;
 	unsigned long *pages;		/* BAR page index of each buffer page */
 	enum fnv_layout layout;
+	pid_t owner;			/* tgid that wrote "alloc" */
 	struct list_head tables;	/* LIVE tables (fnv_table.buf_node) */
 	unsigned int pins;		/* entries on @tables */
 	unsigned int persistent_pins;	/* of which persistent */
@@ -82,7 +92,7 @@ struct fnv_buffer {
 enum fnv_table_state {
 	FNV_TABLE_LIVE,
 	FNV_TABLE_INVALIDATING,		/* free callback running */
-	FNV_TABLE_DEAD,			/* free callback returned */
+	FNV_TABLE_DEAD,			/* r470: callback returned, not freed */
 };
 
 struct fnv_table {
@@ -91,13 +101,15 @@ struct fnv_table {
 	struct list_head buf_node;	/* on buf->tables while LIVE */
 	struct list_head mappings;	/* fnv_mapping.table_node */
 	struct fnv_buffer *buf;		/* NULL unless LIVE */
+	u64 id;				/* unique, never reused */
 	u64 va;
 	u64 len;
 	unsigned long first;		/* index of the first buffer page */
 	unsigned long npages;
+	pid_t owner;			/* tgid that pinned it */
 	enum fnv_table_state state;
 	bool persistent;
-	bool client_freed;		/* nvidia_p2p_free_page_table() done */
+	bool client_freed;		/* r470: nvidia_p2p_free_page_table() */
 	void (*free_callback)(void *data);
 	void *data;
 	struct nvidia_p2p_page *page_structs;
@@ -111,9 +123,33 @@ struct fnv_mapping {
 	struct list_head table_node;	/* on table->mappings */
 	struct fnv_table *table;
 	struct pci_dev *peer;		/* holds a device reference */
-	u64 *dma;			/* our copy of the addresses array */
+	u64 *dma;			/* the client's dma_addresses array */
 	unsigned long npages;
-	bool mapped;
+	bool mapped;			/* false: r470 table died under it */
+};
+
+/* Why a page table pointer stopped being valid. */
+enum fnv_death {
+	FNV_DIED_CALLBACK,		/* driver freed it after the callback */
+	FNV_DIED_PUT,			/* put_pages / put_pages_persistent */
+	FNV_DIED_CLIENT_FREE,		/* r470: nvidia_p2p_free_page_table */
+};
+
+struct fnv_tomb {
+	struct list_head node;		/* on fnv_tombs, newest last */
+	const void *ptr;
+	u64 va;
+	u64 len;
+	u64 seq;			/* value of fnv_death_seq it set */
+	enum fnv_death how;
+};
+
+/* What a page table pointer handed in by a client refers to. */
+enum fnv_pt_state {
+	FNV_PT_TABLE,			/* one of ours, see its state */
+	FNV_PT_DIED_DURING,		/* freed after this call started */
+	FNV_PT_DIED_BEFORE,		/* freed before this call started */
+	FNV_PT_UNKNOWN,
 };
 
 struct fnv_stats {
@@ -123,6 +159,8 @@ struct fnv_stats {
 	unsigned long dead_tables;
 	unsigned long dead_mappings;
 	unsigned long callbacks;
+	unsigned long hazards;
+	unsigned long reentry_refused;
 };
 
 /* main.c */
@@ -133,6 +171,8 @@ extern struct list_head fnv_tables;
 extern struct list_head fnv_mappings;
 extern struct fnv_stats fnv_stats;
 extern atomic_long_t fnv_violations;
+extern int fnv_mig;
+extern unsigned int fnv_deadlock_timeout;
 
 /* A client broke the contract of the real driver: the harness fails on this. */
 #define fnv_violation(fmt, ...)						\
@@ -163,17 +203,29 @@ struct fnv_buffer *fnv_buffer_find_range(u64 va, u64 len);
 void fnv_buffer_release_if_unused(struct fnv_buffer *buf);
 void fnv_buffers_teardown(void);
 
-struct fnv_fault_req;
+/* apilock.c: the driver's API lock */
+int fnv_api_lock(const char *op, const char *fmt, ...) __printf(2, 3);
+void fnv_api_doing(const char *fmt, ...) __printf(1, 2);
+void fnv_api_unlock(void);
 
-/* p2p.c: page tables and DMA mappings */
-int fnv_p2p_get_pages(const char *op, u64 va, u64 len,
-		      struct nvidia_p2p_page_table **page_table,
-		      bool persistent, void (*free_callback)(void *data),
-		      void *data, const struct fnv_fault_req *fault);
-struct fnv_table *fnv_table_lookup(struct nvidia_p2p_page_table *pt);
-void fnv_table_put_locked(struct fnv_table *t, const char *op);
+/* table.c: page tables, mappings and tombs (callers hold fnv_lock) */
+u64 fnv_seq_now(void);
+struct fnv_table *fnv_table_create(struct fnv_buffer *buf, u64 va, u64 len);
+void fnv_table_pin(struct fnv_table *t, struct fnv_buffer *buf);
+void fnv_table_unpin(struct fnv_table *t);
+void fnv_table_free(struct fnv_table *t, enum fnv_death how);
+enum fnv_pt_state fnv_table_resolve(const struct nvidia_p2p_page_table *pt,
+				    u64 since, struct fnv_table **t,
+				    const struct fnv_tomb **tomb);
+int fnv_table_report(const char *op, enum fnv_pt_state st,
+		     const struct fnv_tomb *tomb,
+		     const struct nvidia_p2p_page_table *pt);
+struct fnv_table *fnv_table_find_id(u64 id);
 struct fnv_table *fnv_table_begin_invalidate(struct fnv_buffer *buf);
 void fnv_table_end_invalidate(struct fnv_table *t);
+void fnv_table_put_locked(struct fnv_table *t, const char *op);
+struct fnv_mapping *fnv_mapping_lookup(const struct nvidia_p2p_dma_mapping *m);
+void fnv_mapping_destroy(struct fnv_mapping *fm);
 void fnv_p2p_teardown(void);
 
 /* inject.c: fault injection */
@@ -185,6 +237,7 @@ enum fnv_op {
 	FNV_OP_DMA_MAP_PAGES,
 	FNV_OP_DMA_UNMAP_PAGES,
 	FNV_OP_FREE_PAGE_TABLE,
+	FNV_OP_CALLBACK,
 	FNV_OP_NR
 };
 
@@ -193,7 +246,8 @@ enum fnv_fault {
 	FNV_FAULT_ERRNO,
 	FNV_FAULT_PAGESIZE,
 	FNV_FAULT_VERSION,
-	FNV_FAULT_SLEEP,	/* stall the call, then carry it out normally */
+	FNV_FAULT_SLEEP,	/* stall before the API lock, then go on */
+	FNV_FAULT_SLEEP_LOCKED,	/* stall holding the API lock, then go on */
 };
 
 struct fnv_fault_req {
@@ -202,9 +256,17 @@ struct fnv_fault_req {
 	unsigned int sleep_ms;
 };
 
+extern const char *const fnv_op_names[FNV_OP_NR];
 int fnv_inject_command(int argc, char **argv);
 void fnv_inject_take(enum fnv_op op, struct fnv_fault_req *req);
+void fnv_inject_stall_locked(enum fnv_op op, const struct fnv_fault_req *req);
 unsigned long fnv_inject_count(void);
+
+/* p2p.c: get/put pages shared by the persistent entry points */
+int fnv_p2p_get_pages(enum fnv_op op, u64 va, u64 len,
+		      struct nvidia_p2p_page_table **page_table,
+		      bool persistent, void (*free_callback)(void *data),
+		      void *data, const struct fnv_fault_req *fault);
 
 /* debugfs.c */
 void fnv_debugfs_init(void);

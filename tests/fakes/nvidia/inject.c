@@ -3,7 +3,10 @@
  * nvidia.ko test double: fault injection, armed through the ctl file and
  * consumed by the next calls of an API function, whatever their outcome.
  * Callers hold no lock when they take a fault: a "sleep" fault stalls the
- * calling thread right here.
+ * calling thread right here, before the API lock. A "sleep_locked" fault
+ * stalls it in fnv_inject_stall_locked(), called right after the API lock
+ * was taken. The "callback" op is taken by the free path holding the API
+ * lock just before it calls a client's free callback.
  */
 #define pr_fmt(fmt) "fake_nvidia: " fmt
 
@@ -20,7 +23,7 @@ struct fnv_inject {
 	unsigned int count;
 };
 
-static const char *const fnv_op_names[FNV_OP_NR] = {
+const char *const fnv_op_names[FNV_OP_NR] = {
 	[FNV_OP_GET_PAGES] = "get_pages",
 	[FNV_OP_GET_PAGES_PERSISTENT] = "get_pages_persistent",
 	[FNV_OP_PUT_PAGES] = "put_pages",
@@ -28,6 +31,7 @@ static const char *const fnv_op_names[FNV_OP_NR] = {
 	[FNV_OP_DMA_MAP_PAGES] = "dma_map_pages",
 	[FNV_OP_DMA_UNMAP_PAGES] = "dma_unmap_pages",
 	[FNV_OP_FREE_PAGE_TABLE] = "free_page_table",
+	[FNV_OP_CALLBACK] = "callback",
 };
 
 static DEFINE_SPINLOCK(fnv_inject_lock);
@@ -72,6 +76,17 @@ void fnv_inject_take(enum fnv_op op, struct fnv_fault_req *req)
 	}
 }
 
+/* Called with the API lock held, by the ops that take it. */
+void fnv_inject_stall_locked(enum fnv_op op, const struct fnv_fault_req *req)
+{
+	if (req->kind != FNV_FAULT_SLEEP_LOCKED)
+		return;
+	pr_info("%s: injected stall of %u ms holding the API lock\n",
+		fnv_op_names[op], req->sleep_ms);
+	msleep(req->sleep_ms);
+	pr_info("%s: stall over\n", fnv_op_names[op]);
+}
+
 unsigned long fnv_inject_count(void)
 {
 	unsigned long n;
@@ -84,7 +99,7 @@ unsigned long fnv_inject_count(void)
 
 static bool fnv_op_exists(enum fnv_op op)
 {
-#ifndef FNV_HAVE_PERSISTENT_API
+#if FNV_GEN < 535
 	if (op == FNV_OP_GET_PAGES_PERSISTENT ||
 	    op == FNV_OP_PUT_PAGES_PERSISTENT)
 		return false;
@@ -92,17 +107,27 @@ static bool fnv_op_exists(enum fnv_op op)
 	return true;
 }
 
+/* The ops that take the API lock (see apilock.c). */
+static bool fnv_op_takes_api_lock(enum fnv_op op)
+{
+	return op == FNV_OP_GET_PAGES || op == FNV_OP_GET_PAGES_PERSISTENT ||
+	       op == FNV_OP_PUT_PAGES || op == FNV_OP_PUT_PAGES_PERSISTENT ||
+	       op == FNV_OP_DMA_MAP_PAGES;
+}
+
 /*
  * "pagesize" and "version" only make sense where a structure is returned;
- * free_page_table can only be stalled (it fails only on client misuse).
+ * free_page_table and callback can only be stalled.
  */
 static bool fnv_fault_applies(enum fnv_op op, enum fnv_fault kind)
 {
 	switch (kind) {
 	case FNV_FAULT_SLEEP:
 		return true;
+	case FNV_FAULT_SLEEP_LOCKED:
+		return fnv_op_takes_api_lock(op);
 	case FNV_FAULT_ERRNO:
-		return op != FNV_OP_FREE_PAGE_TABLE;
+		return op != FNV_OP_FREE_PAGE_TABLE && op != FNV_OP_CALLBACK;
 	case FNV_FAULT_PAGESIZE:
 		return op == FNV_OP_GET_PAGES ||
 		       op == FNV_OP_GET_PAGES_PERSISTENT;
@@ -121,6 +146,13 @@ static int fnv_parse_fault(const char *s, struct fnv_fault_req *req)
 
 	req->err = 0;
 	req->sleep_ms = 0;
+	if (str_has_prefix(s, "sleep_locked:")) {
+		req->kind = FNV_FAULT_SLEEP_LOCKED;
+		if (kstrtouint(s + 13, 0, &req->sleep_ms) || !req->sleep_ms ||
+		    req->sleep_ms > 60000)
+			return -EINVAL;
+		return 0;
+	}
 	if (str_has_prefix(s, "sleep:")) {
 		req->kind = FNV_FAULT_SLEEP;
 		if (kstrtouint(s + 6, 0, &req->sleep_ms) || !req->sleep_ms ||
@@ -158,7 +190,7 @@ int fnv_inject_command(int argc, char **argv)
 	}
 
 	if (argc < 3 || argc > 4) {
-		pr_err("ctl: usage: inject <op> <errno|pagesize|version|sleep:MS> [count] | inject clear\n");
+		pr_err("ctl: usage: inject <op> <errno|pagesize|version|sleep:MS|sleep_locked:MS> [count] | inject clear\n");
 		return -EINVAL;
 	}
 
@@ -173,7 +205,7 @@ int fnv_inject_command(int argc, char **argv)
 		return -EOPNOTSUPP;
 	}
 	if (fnv_parse_fault(argv[2], &req)) {
-		pr_err("ctl: inject: '%s' is neither a negative errno, pagesize, version nor sleep:MS (1..60000)\n",
+		pr_err("ctl: inject: '%s' is neither a negative errno, pagesize, version, sleep:MS nor sleep_locked:MS (1..60000)\n",
 		       argv[2]);
 		return -EINVAL;
 	}

@@ -18,6 +18,19 @@ LIST_HEAD(fnv_mappings);
 struct fnv_stats fnv_stats;
 atomic_long_t fnv_violations = ATOMIC_LONG_INIT(0);
 
+/*
+ * nv-p2p.h (515-595): persistent pins are not supported on MIG-enabled
+ * devices and vGPU; RM answers NV_ERR_NOT_SUPPORTED, i.e. -ENOTSUPP.
+ */
+int fnv_mig;
+module_param_named(mig, fnv_mig, int, 0644);
+MODULE_PARM_DESC(mig, "1: behave as a MIG/vGPU GPU, persistent pins fail with -ENOTSUPP (default 0)");
+
+/* Not in the real driver, whose waits for its API lock are unbounded. */
+unsigned int fnv_deadlock_timeout = 30;
+module_param_named(deadlock_timeout, fnv_deadlock_timeout, uint, 0644);
+MODULE_PARM_DESC(deadlock_timeout, "seconds a call waits for the API lock before it reports a deadlock and fails with -EDEADLK (default 30)");
+
 static int __init fnv_init(void)
 {
 	int ret;
@@ -55,4 +68,4 @@ module_init(fnv_init);
 module_exit(fnv_exit);
 
 MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("Test double of NVIDIA's nvidia.ko P2P API (GPU memory on QEMU ivshmem BARs)");
+MODULE_DESCRIPTION("Test double of NVIDIA's nvidia.ko P2P API (GPU memory on QEMU ivshmem BARs), flavour " FNV_FLAVOUR_NAME);
