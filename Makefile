@@ -5,6 +5,7 @@
 #   make demo                                          build, boot the emulated world, show it working
 #   make check                                         every test; ends with "N passed, N failed"
 #   make vmtest                                        only the VM scenarios
+#   make racetest                                      the race scenarios, NVPM_RACE_RUNS boots per world
 #   make install / uninstall                           hand install of the module and the service
 #                                                      (DESTDIR-aware; packages do this themselves)
 #   make install-service                               only the service files
@@ -30,7 +31,7 @@ SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
 
-.PHONY: all modules preflight clean install install-service install-dkms-source uninstall check vmtest demo test-kernel
+.PHONY: all modules preflight clean install install-service install-dkms-source uninstall check vmtest racetest demo test-kernel
 
 all: modules
 
@@ -85,6 +86,13 @@ check:
 
 vmtest:
 	tests/run.sh vm
+
+# The race scenarios again and again, in the newest and the oldest world on both kernels.
+NVPM_RACE_RUNS ?= 5
+racetest:
+	NVPM_VM_REPEAT=$(NVPM_RACE_RUNS) NVPM_MATRIX_7="r580:24.x r470:4.9" \
+		NVPM_MATRIX_6_12="r580:24.x r470:4.9" tests/run.sh vm \
+		13-free-races 17-free-at-every-step 18-driver-hazard 19-worker-teardown
 
 demo:
 	tests/demo.sh

@@ -72,9 +72,14 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 			mapfile -t scenarios < <(cd "$top/tests/scenarios" && for f in *.sh; do echo "${f%.sh}"; done)
 		fi
 		for world in $(matrix_for "$KLINE"); do
-			NVPM_VM_APPEND="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}" \
-				collect "$krel:$world:" "$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" \
-				"$work/vm-${world/:/-}" "${scenarios[@]}"
+			# NVPM_VM_REPEAT boots each world that many times (make racetest).
+			for ((rep = 1; rep <= ${NVPM_VM_REPEAT:-1}; rep++)); do
+				tag=$world
+				[ "${NVPM_VM_REPEAT:-1}" = 1 ] || tag=$world:run$rep
+				NVPM_VM_APPEND="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}" \
+					collect "$krel:$tag:" "$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" \
+					"$work/vm-${world/:/-}" "${scenarios[@]}"
+			done
 		done
 	fi
 	if [ "$mode" = all ] && [ $build_ok = 1 ]; then
