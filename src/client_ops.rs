@@ -9,7 +9,7 @@ use kernel::sync::Arc;
 
 use crate::compat::eopnotsupp;
 use crate::context::{gpu_range, ClientKind, Context};
-use crate::nv_p2p::{self, GPU_PAGE_SIZE};
+use crate::nv_p2p::GPU_PAGE_SIZE;
 use crate::peer_mem::ClientOps;
 
 extern "C" {
@@ -38,31 +38,6 @@ fn errno(e: Error) -> c_int {
     unsafe { nvpm_user_errno(e.to_errno()) }
 }
 
-/// Whether NVIDIA pins `[va, va + len)` for the calling process. -EINVAL means "not GPU memory"
-/// (host memory, freed or foreign GPU memory); any other error still means GPU memory, which we
-/// claim so that `get_pages` reports the real errno (ENOMEM when BAR1 is exhausted, say)
-/// instead of ib_core's generic EFAULT.
-fn is_gpu_memory(kind: ClientKind, va: u64, len: u64) -> bool {
-    let support = match kind {
-        ClientKind::Invalidating => None,
-        ClientKind::Persistent => Some(&crate::globals().persistent),
-    };
-    match nv_p2p::probe(support, va, len) {
-        Ok(()) => true,
-        Err(e) if e == EINVAL => false,
-        Err(e) if e == eopnotsupp() && kind == ClientKind::Persistent => false,
-        Err(e) => {
-            crate::dbg_log!(
-                "claiming {:#x} (+{:#x}) although pinning failed: {:?}\n",
-                va,
-                len,
-                e
-            );
-            true
-        }
-    }
-}
-
 fn acquire(
     kind: ClientKind,
     addr: c_ulong,
@@ -73,18 +48,41 @@ fn acquire(
     if client_context.is_null() {
         return 0;
     }
-    let Some((va, len)) = gpu_range(addr, size) else {
-        return 0;
-    };
-    if !is_gpu_memory(kind, va, len) {
+    if gpu_range(addr, size).is_none() {
         return 0;
     }
     let registry = &crate::globals().registry;
-    let id = registry.new_id();
-    let inserted = Context::new(id, addr, size, kind).and_then(|ctx| registry.insert(ctx));
-    if let Err(e) = inserted {
+    let ctx = match Context::new(registry.new_id(), addr, size, kind) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            pr_err!(
+                "acquire {:#x} (+{:#x}): no memory for a context: {:?}\n",
+                addr,
+                size,
+                e
+            );
+            return 0;
+        }
+    };
+    // -EINVAL from NVIDIA means "not GPU memory of this process" (host memory, freed or another
+    // process's GPU memory). Any other error still means GPU memory, which we claim so that
+    // `get_pages` reports the real errno (ENOMEM when BAR1 is exhausted, say) instead of
+    // ib_core's generic EFAULT.
+    match ctx.probe() {
+        Ok(()) => {}
+        Err(e) if e == EINVAL => return 0,
+        Err(e) if e == eopnotsupp() && kind == ClientKind::Persistent => return 0,
+        Err(e) => crate::dbg_log!(
+            "claiming {:#x} (+{:#x}) although pinning failed: {:?}\n",
+            addr,
+            size,
+            e
+        ),
+    }
+    let id = ctx.id;
+    if let Err(e) = registry.insert(ctx) {
         pr_err!(
-            "acquire {:#x} (+{:#x}): no memory for a context: {:?}\n",
+            "acquire {:#x} (+{:#x}): cannot record the context: {:?}\n",
             addr,
             size,
             e

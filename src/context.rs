@@ -140,6 +140,39 @@ impl Context {
         )
     }
 
+    /// Whether NVIDIA knows the range as GPU memory of the calling process, found out by
+    /// pinning and unpinning it (ib_core's `acquire`). The pin goes through the phases like any
+    /// other, so a free racing it is handled as in a registration. Returns NVIDIA's error.
+    pub(crate) fn probe(self: &Arc<Self>) -> Result {
+        *self.phase.lock() = Phase::Pinning;
+        let pinned = self.pin();
+        let mut phase = self.phase.lock();
+        let table = match pinned {
+            Ok(t) => t,
+            Err(e) => {
+                *phase = Phase::Acquired;
+                return Err(e);
+            }
+        };
+        if matches!(*phase, Phase::Revoked(_)) {
+            *phase = Phase::Acquired;
+            drop(phase);
+            table.free_revoked();
+            return Ok(());
+        }
+        *phase = Phase::Unpinning;
+        drop(phase);
+        self.unpin(Pin {
+            table,
+            core_context: 0,
+            tgid: current_tgid(),
+        });
+        // A free that raced the unpin left the phase revoked: `get_pages` will find the memory
+        // gone and say so.
+        *self.phase.lock() = Phase::Acquired;
+        Ok(())
+    }
+
     /// Pins the GPU pages (ib_core's `get_pages`).
     pub(crate) fn get_pages(self: &Arc<Self>, core_context: u64) -> Result {
         {
@@ -160,6 +193,19 @@ impl Context {
             Ok(t) => t,
             Err(e) => {
                 *phase = Phase::Acquired;
+                drop(phase);
+                let hint = if e == ENOMEM {
+                    " (GPU BAR1 space exhausted? see nvidia-smi -q -d MEMORY)"
+                } else {
+                    ""
+                };
+                pr_err!(
+                    "pinning GPU memory va={:#x} len={:#x} failed: {:?}{}\n",
+                    self.va,
+                    self.len,
+                    e,
+                    hint
+                );
                 return Err(e);
             }
         };
@@ -191,7 +237,7 @@ impl Context {
 
     /// Pins with a free callback (invalidating client) or for good (persistent client).
     fn pin(self: &Arc<Self>) -> Result<PageTable> {
-        let res = match self.kind {
+        match self.kind {
             ClientKind::Persistent => {
                 PageTable::get_persistent(&crate::globals().persistent, self.va, self.len)
             }
@@ -213,22 +259,7 @@ impl Context {
                 }
                 res
             }
-        };
-        if let Err(e) = &res {
-            let hint = if *e == ENOMEM {
-                " (GPU BAR1 space exhausted? see nvidia-smi -q -d MEMORY)"
-            } else {
-                ""
-            };
-            pr_err!(
-                "pinning GPU memory va={:#x} len={:#x} failed: {:?}{}\n",
-                self.va,
-                self.len,
-                e,
-                hint
-            );
         }
-        res
     }
 
     /// Releases `pin`; the phase is `Unpinning` and no lock is held.

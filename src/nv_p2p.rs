@@ -411,29 +411,6 @@ impl PersistentSupport {
     }
 }
 
-/// The free callback of a probe pin (see `context::probe`): nothing to invalidate.
-///
-/// # Safety
-///
-/// None: the data pointer is ignored.
-unsafe extern "C" fn probe_callback(_data: *mut c_void) {}
-
-/// Whether NVIDIA knows `[va, va + len)` as GPU memory of the calling process: pins and unpins
-/// it at once. Returns NVIDIA's error otherwise.
-pub(crate) fn probe(support: Option<&PersistentSupport>, va: u64, len: u64) -> Result {
-    let table = match support {
-        // SAFETY: the probe callback ignores its data and is module text, which stays loaded
-        // while ib_core can call `acquire`.
-        None => unsafe { PageTable::get_revocable(va, len, probe_callback, core::ptr::null_mut()) },
-        Some(s) => PageTable::get_persistent(s, va, len),
-    }?;
-    // A free racing the probe makes this put a no-op that returns 0: fine either way, as the
-    // probe callback keeps nothing.
-    let _ = table.put();
-    table.released();
-    Ok(())
-}
-
 // The ABI's layouts on 64-bit kernels (v2 page tables are 40 bytes; we read the 32-byte prefix).
 const _: () = assert!(core::mem::size_of::<RawPage>() == 32);
 const _: () = assert!(core::mem::size_of::<RawPageTable>() == 32);

@@ -6,7 +6,10 @@
 # deregistration and the free nothing is left: no pin, mapping, registration, context or
 # module reference.
 check "load" load_world
-hz0=$(nv_stat hazards)
+# R515-R530 read the page table before put_pages waits for the API lock: a free that lands
+# while a put waits there is the driver's use after free (INTERFACE-nvidia.md). Two steps can
+# land a free on a waiting put (the probe's or the teardown's); on other drivers none.
+if [ "$NV_GEN" = r515 ]; then expect_hazards 0-2; else expect_hazards 0; fi
 
 # step NAME NV_INJECT IB_INJECT WHEN: WHEN is "reg" (free during the registration) or "dereg".
 step() {
@@ -42,6 +45,5 @@ step "free while dma_unmap_pages runs" "dma_unmap_pages sleep:600" "" dereg
 step "free while put_pages waits for the API lock" "put_pages sleep:600" "" dereg
 step "free while put_pages holds the API lock" "put_pages sleep_locked:600" "" dereg
 step "free before release" "" "before_release sleep:600" dereg
-check "none of these hit the driver's own use-after-free window" test "$(nv_stat hazards)" = "$hz0"
 check "unload" unload_world
 finish

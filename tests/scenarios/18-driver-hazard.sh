@@ -7,14 +7,17 @@
 # (REAL-DRIVER-HAZARD) instead of committing it; nv_peer_mem must fail the registration cleanly.
 check "load" load_world
 hz0=$(nv_stat hazards)
+# Drivers before R515 leave a revoked table to the client, so there the call meets a dead table
+# it can refuse; since R515 the driver has freed it.
+if [ "$NV_GEN" = r470 ]; then hz=0; else hz=1; fi
+expect_hazards $hz
 ctl_nv "inject dma_map_pages sleep:600"
 out=$(race "$NV/ctl|alloc $GPU_VA 0x80000 shuffled" \
 	-- "$IBC/ctl|reg 1 edu0 $GPU_VA 0x80000" "$NV/ctl|free $GPU_VA|300000" -- "$IBC/ctl|dereg 1")
 echo "  $(echo "$out" | tr '\n' ' ')"
 check "the registration failed (the memory was freed under it)" contains "$out" '^2\.1 Bad address'
-check "the fake saw dma_map_pages meet the freed table: the real driver's use after free" \
-	test "$(nv_stat hazards)" = $((hz0 + 1))
-check "  one line says so" test "$(dmesg | grep -c 'REAL-DRIVER-HAZARD')" = 1
+check "the fake saw dma_map_pages meet the freed table ($hz): the real driver's use after free" \
+	test "$(nv_stat hazards)" = $((hz0 + hz))
 check "no registration left" test -z "$(cat $IBC/regs)"
 check "no module reference left" test "$(cat /sys/module/nv_peer_mem/refcnt)" = 0
 expect_nv_clean

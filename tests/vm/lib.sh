@@ -28,12 +28,14 @@ check() {
 	if "$@"; then ok "$d"; else not_ok "$d"; fi
 }
 
-# expect_errno ERRNO_TEXT DESCRIPTION FILE LINE: writing LINE into FILE must fail with ERRNO_TEXT
-# (strerror text as busybox prints it, e.g. "Bad address").
+# expect_write_error ERRNO_TEXT DESCRIPTION FILE LINE: writing LINE into FILE must fail with
+# ERRNO_TEXT (strerror text as busybox prints it, e.g. "Bad address"). The write is made by this
+# shell, not a subshell: NVIDIA recognises GPU memory only in the process that allocated it.
 expect_write_error() {
 	want=$1 d=$2 f=$3 line=$4
-	out=$( (echo "$line" >"$f") 2>&1 )
+	{ echo "$line" >"$f"; } 2>/tmp/write-error
 	rc=$?
+	out=$(cat /tmp/write-error)
 	case "$rc:$out" in
 	0:*) not_ok "$d (write succeeded, wanted '$want')" ;;
 	*"$want"*) ok "$d" ;;
@@ -116,5 +118,9 @@ dma_check() {
 	if [ "$got" = "$want" ]; then ok "MR $1 offset $(hex "$2"): NIC read the host's data"
 	else not_ok "MR $1 offset $(hex "$2"): NIC read $got, host wrote $want"; fi
 }
+
+# expect_hazards N|MIN-MAX: how many REAL-DRIVER-HAZARD lines (the real driver's own
+# use-after-free windows, see the fake's INTERFACE) this scenario may produce; parse-log.py checks.
+expect_hazards() { echo "hazards expected: $1"; }
 
 finish() { exit $FAILED; }

@@ -3,7 +3,10 @@
 
 A scenario passes when it ran to its END marker with rc=0, printed no "not ok" line, and its
 kernel log holds no report from KASAN, lockdep, kmemleak, WARN/BUG, a hung task, or a fake
-module's FAKE-VIOLATION. Prints PASS/FAIL lines; exits 1 if any failed.
+module's FAKE-VIOLATION. REAL-DRIVER-HAZARD lines (the fake nvidia.ko met the real driver's own
+use-after-free window) must be as many as the scenario declared with a "hazards expected: N" or
+"hazards expected: MIN-MAX" line (none declared: 0). Prints PASS/FAIL lines; exits 1 if any
+failed.
 """
 import re
 import sys
@@ -38,6 +41,14 @@ def main() -> int:
         lines = body.splitlines()
         not_ok = [l for l in lines if l.startswith("not ok")]
         bad = [l for l in lines if l.startswith("KLOG:") and BAD.search(l)]
+        hazards = [l for l in lines if l.startswith("KLOG:") and "REAL-DRIVER-HAZARD" in l]
+        low, high = 0, 0
+        for l in lines:
+            m = re.match(r"hazards expected: (\d+)(?:-(\d+))?\s*$", l)
+            if m:
+                low, high = int(m.group(1)), int(m.group(2) or m.group(1))
+        if not low <= len(hazards) <= high:
+            bad += [f"{len(hazards)} REAL-DRIVER-HAZARD lines, expected {low}-{high}"] + hazards[:3]
         if rc == 0 and not not_ok and not bad:
             print(f"PASS {name}")
             continue

@@ -288,6 +288,12 @@ enum fnv_pt_state fnv_table_resolve(const struct nvidia_p2p_page_table *pt,
 	return FNV_PT_UNKNOWN;
 }
 
+/* The table-taking calls that wait for the API lock (osapi.c 595). */
+static bool fnv_op_takes_api_lock(const char *op)
+{
+	return !strcmp(op, "put_pages") || !strcmp(op, "dma_map_pages");
+}
+
 static const char *const fnv_death_during[] = {
 	[FNV_DIED_CALLBACK] = "freed by its free callback",
 	[FNV_DIED_PUT] = "put by another thread",
@@ -323,6 +329,19 @@ int fnv_table_report(const char *op, enum fnv_pt_state st,
 		       op, tomb->va, fnv_death_during[tomb->how], lock);
 		return -EINVAL;
 	case FNV_PT_DIED_BEFORE:
+		/*
+		 * put_pages and dma_map_pages take the API lock, so a client
+		 * must call them holding no lock of its own that the free
+		 * callback takes: a callback can complete between the client's
+		 * last look and this entry, and no client can order that.
+		 * Only a table the client itself put or freed before is its bug.
+		 */
+		if (tomb->how == FNV_DIED_CALLBACK && fnv_op_takes_api_lock(op)) {
+			fnv_stats.hazards++;
+			pr_err("REAL-DRIVER-HAZARD: %s: page table of va=0x%llx was freed by its free callback just before this call (use after free in the real driver)\n",
+			       op, tomb->va);
+			return -EINVAL;
+		}
 		fnv_violation("%s: page table of va=0x%llx used after %s (use after free in the real driver)\n",
 			      op, tomb->va, fnv_death_before[tomb->how]);
 		return -EINVAL;
