@@ -36,7 +36,7 @@ mkdir -p "$build_dir/module"
 cp -r "$top/tests/fakes/ib_core" "$build_dir/ib_core"
 cp -r "$top/Makefile" "$top/Kbuild" "$top/src" "$top/scripts" "$build_dir/module/"
 build_ok=1
-# One fake nvidia.ko per NVIDIA driver generation (tests/fakes/nvidia/INTERFACE-nvidia.md).
+# One fake nvidia.ko per NVIDIA driver generation (tests/fakes/INTERFACE.md).
 NV_GENERATIONS="r470 r515 r535 r580"
 for gen in $NV_GENERATIONS; do
 	cp -r "$top/tests/fakes/nvidia" "$build_dir/nvidia-$gen"

@@ -6,7 +6,7 @@
 check "load" load_world
 N=40
 # R515-R530 read the page table before put_pages waits for the API lock: a free landing while
-# a deregistration's put waits there is the driver's own use after free (INTERFACE-nvidia.md).
+# a deregistration's put waits there is the driver's own use after free (tests/fakes/INTERFACE.md).
 if [ "$NV_GEN" = r515 ]; then expect_hazards "0-$((2 * N))"; else expect_hazards 0; fi
 i=0
 while [ $i -lt $N ]; do

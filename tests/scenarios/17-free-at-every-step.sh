@@ -7,7 +7,7 @@
 # module reference.
 check "load" load_world
 # R515-R530 read the page table before put_pages waits for the API lock: a free that lands
-# while a put waits there is the driver's use after free (INTERFACE-nvidia.md). Two steps can
+# while a put waits there is the driver's use after free (tests/fakes/INTERFACE.md). Two steps can
 # land a free on a waiting put (the probe's or the teardown's); on other drivers none.
 if [ "$NV_GEN" = r515 ]; then expect_hazards 0-2; else expect_hazards 0; fi
 

@@ -2,7 +2,7 @@
 /*
  * ib_core test double: debugfs control files under
  * /sys/kernel/debug/fake_ib_core/ (ctl, regs, clients, dma_buf, stats);
- * specified in INTERFACE-ib_core.md.
+ * specified in ../INTERFACE.md.
  */
 #include "fake_ib_core.h"
 

@@ -2,7 +2,7 @@
 /*
  * ib_core test double: stalls and failures injected at chosen points of the
  * core's own flow (fake-only; the points sit where the real core runs code
- * between client calls, see INTERFACE-ib_core.md).
+ * between client calls, see ../INTERFACE.md).
  */
 #include "fake_ib_core.h"
 

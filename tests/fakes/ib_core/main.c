@@ -5,7 +5,7 @@
  * Pretends to be MLNX_OFED's ib_core for the PeerDirect API and drives peer
  * memory clients the way MLNX_OFED 5.x/24.x (core_version=5) or 4.9 LTS
  * (core_version=4) does, with QEMU "edu" PCI devices standing in for NICs.
- * See INTERFACE-ib_core.md.
+ * See ../INTERFACE.md.
  */
 #include "fake_ib_core.h"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nvidia.ko test double: control and inspection files in
- * /sys/kernel/debug/fake_nvidia/ (see INTERFACE-nvidia.md).
+ * /sys/kernel/debug/fake_nvidia/ (see ../INTERFACE.md).
  */
 #define pr_fmt(fmt) "fake_nvidia: " fmt
 
