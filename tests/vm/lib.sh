@@ -5,6 +5,7 @@
 
 IBC=/sys/kernel/debug/fake_ib_core
 NV=/sys/kernel/debug/fake_nvidia
+# shellcheck disable=SC2034 # used by the scenarios
 PEERS=/sys/kernel/mm/memory_peers
 # shellcheck disable=SC2034 # used by the scenarios
 GPU_VA=0x7f0000000000 # where scenarios put their first GPU buffer
@@ -33,8 +34,7 @@ check() {
 # shell, not a subshell: NVIDIA recognises GPU memory only in the process that allocated it.
 expect_write_error() {
 	want=$1 d=$2 f=$3 line=$4
-	{ echo "$line" >"$f"; } 2>/tmp/write-error
-	rc=$?
+	if { echo "$line" >"$f"; } 2>/tmp/write-error; then rc=0; else rc=1; fi
 	out=$(cat /tmp/write-error)
 	case "$rc:$out" in
 	0:*) not_ok "$d (write succeeded, wanted '$want')" ;;
