@@ -91,11 +91,13 @@ unload_world() {
 # hexadecimal of an arithmetic expression
 hex() { printf '0x%x' $(($1)); }
 
-# expect_pins_zero: NVIDIA pins, mappings and dead tables back to zero.
+# expect_nv_clean [WHAT]: NVIDIA pins, mappings and dead tables back to zero, and no P2P call was
+# made from inside a free callback (the real driver refuses those with -EIO).
 expect_nv_clean() {
 	p=$(nv_stat pins) m=$(nv_stat mappings) d=$(nv_stat dead_tables) q=$(nv_stat persistent_pins)
-	if [ "$p$m$d$q" = 0000 ]; then ok "no pins, mappings or tables left in nvidia${1:+ ($1)}"
-	else not_ok "left in nvidia${1:+ ($1)}: pins=$p persistent=$q mappings=$m dead_tables=$d"; fi
+	r=$(nv_stat reentry_refused)
+	if [ "$p$m$d$q$r" = 00000 ]; then ok "no pins, mappings or tables left in nvidia${1:+ ($1)}"
+	else not_ok "left in nvidia${1:+ ($1)}: pins=$p persistent=$q mappings=$m dead_tables=$d reentry_refused=$r"; fi
 }
 
 # expected_sha VA: the SHA-256 the host computed for the 4 KiB chunk of GPU memory at VA.
