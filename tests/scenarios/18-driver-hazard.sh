@@ -11,9 +11,9 @@ hz0=$(nv_stat hazards)
 # it can refuse; since R515 the driver has freed it.
 if [ "$NV_GEN" = r470 ]; then hz=0; else hz=1; fi
 expect_hazards $hz
-ctl_nv "inject dma_map_pages sleep:600"
+ctl_nv "inject dma_map_pages sleep:1500"
 out=$(race "$NV/ctl|alloc $GPU_VA 0x80000 shuffled" \
-	-- "$IBC/ctl|reg 1 edu0 $GPU_VA 0x80000" "$NV/ctl|free $GPU_VA|300000" -- "$IBC/ctl|dereg 1")
+	-- "$IBC/ctl|reg 1 edu0 $GPU_VA 0x80000" "$NV/ctl|free $GPU_VA|700000" -- "$IBC/ctl|dereg 1")
 echo "  $(echo "$out" | tr '\n' ' ')"
 check "the registration failed (the memory was freed under it)" contains "$out" '^2\.1 Bad address'
 check "the fake saw dma_map_pages meet the freed table ($hz): the real driver's use after free" \
