@@ -101,12 +101,9 @@ err_free_mapping:
 static int fnv_dma_check_table(struct nvidia_p2p_page_table *pt, u64 since,
 			       bool locked, struct fnv_table **tp)
 {
-	const struct fnv_tomb *tomb;
-	enum fnv_pt_state st;
 	int ret;
 
-	st = fnv_table_resolve(pt, since, tp, &tomb);
-	ret = fnv_table_report("dma_map_pages", st, tomb, pt);
+	ret = fnv_table_check("dma_map_pages", pt, since, tp);
 	if (ret)
 		return ret;
 	if ((*tp)->state == FNV_TABLE_DEAD ||
@@ -169,10 +166,8 @@ int nvidia_p2p_dma_unmap_pages(struct pci_dev *peer,
 			       struct nvidia_p2p_dma_mapping *dma_mapping)
 {
 	u64 since = fnv_seq_now();
-	const struct fnv_tomb *tomb;
 	struct fnv_fault_req fault;
 	struct fnv_mapping *fm;
-	enum fnv_pt_state st;
 	struct fnv_table *t;
 	int ret;
 
@@ -188,8 +183,7 @@ int nvidia_p2p_dma_unmap_pages(struct pci_dev *peer,
 
 	/* Only the table's mapping lock: works inside a free callback. */
 	mutex_lock(&fnv_lock);
-	st = fnv_table_resolve(page_table, since, &t, &tomb);
-	ret = fnv_table_report("dma_unmap_pages", st, tomb, page_table);
+	ret = fnv_table_check("dma_unmap_pages", page_table, since, &t);
 	if (ret)
 		goto unlock;
 

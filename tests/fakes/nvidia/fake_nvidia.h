@@ -220,6 +220,8 @@ enum fnv_pt_state fnv_table_resolve(const struct nvidia_p2p_page_table *pt,
 int fnv_table_report(const char *op, enum fnv_pt_state st,
 		     const struct fnv_tomb *tomb,
 		     const struct nvidia_p2p_page_table *pt);
+int fnv_table_check(const char *op, const struct nvidia_p2p_page_table *pt,
+		    u64 since, struct fnv_table **tp);
 struct fnv_table *fnv_table_find_id(u64 id);
 struct fnv_table *fnv_table_begin_invalidate(struct fnv_buffer *buf);
 void fnv_table_end_invalidate(struct fnv_table *t);

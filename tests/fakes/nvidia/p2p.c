@@ -212,8 +212,7 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 	}
 	/* 515: reads page_table->gpu_uuid before taking the API lock. */
 	mutex_lock(&fnv_lock);
-	st = fnv_table_resolve(page_table, since, &t, &tomb);
-	ret = fnv_table_report("put_pages", st, tomb, page_table);
+	ret = fnv_table_check("put_pages", page_table, since, &t);
 	mutex_unlock(&fnv_lock);
 	if (ret)
 		return ret;
@@ -269,15 +268,11 @@ int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table *page_table)
 	return 0;
 #else
 	{
-		const struct fnv_tomb *tomb;
-		enum fnv_pt_state st;
 		struct fnv_table *t;
 		int ret;
 
 		mutex_lock(&fnv_lock);
-		st = fnv_table_resolve(page_table, since, &t, &tomb);
-		ret = fnv_table_report("free_page_table", st, tomb,
-				       page_table);
+		ret = fnv_table_check("free_page_table", page_table, since, &t);
 		if (!ret && t->state == FNV_TABLE_LIVE) {
 			fnv_violation("free_page_table: va=0x%llx is still pinned (use put_pages)\n",
 				      t->va);

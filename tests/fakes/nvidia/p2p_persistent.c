@@ -58,12 +58,9 @@ EXPORT_SYMBOL(nvidia_p2p_get_pages_persistent);
 static int fnv_persistent_check(struct nvidia_p2p_page_table *pt, u64 since,
 				struct fnv_table **tp)
 {
-	const struct fnv_tomb *tomb;
-	enum fnv_pt_state st;
 	int ret;
 
-	st = fnv_table_resolve(pt, since, tp, &tomb);
-	ret = fnv_table_report("put_pages_persistent", st, tomb, pt);
+	ret = fnv_table_check("put_pages_persistent", pt, since, tp);
 	if (ret)
 		return ret;
 	if (!(*tp)->persistent) {

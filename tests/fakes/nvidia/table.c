@@ -351,6 +351,20 @@ int fnv_table_report(const char *op, enum fnv_pt_state st,
 	}
 }
 
+/*
+ * What the real driver does first with a table pointer, in one step: look it up
+ * (fnv_table_resolve) and report anything but a table of ours (fnv_table_report).
+ * 0 with *tp set, or -EINVAL after the report. fnv_lock held.
+ */
+int fnv_table_check(const char *op, const struct nvidia_p2p_page_table *pt,
+		    u64 since, struct fnv_table **tp)
+{
+	const struct fnv_tomb *tomb;
+	enum fnv_pt_state st = fnv_table_resolve(pt, since, tp, &tomb);
+
+	return fnv_table_report(op, st, tomb, pt);
+}
+
 struct fnv_table *fnv_table_find_id(u64 id)
 {
 	struct fnv_table *t;
