@@ -19,6 +19,7 @@
 use core::ffi::{c_int, c_void};
 use kernel::new_mutex;
 use kernel::prelude::*;
+use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::{Arc, Mutex};
 
 use crate::module_ref::ModuleRef;
@@ -48,6 +49,15 @@ pub(crate) struct Pin {
 pub(crate) struct Mapping {
     pub(crate) dma: DmaMapping,
     pub(crate) sg: SgCopy,
+}
+
+/// What pinning found once NVIDIA returned.
+enum Pinned<'a> {
+    /// The table, with the phase still locked (and still `Pinning`).
+    Live(PageTable, Guard<'a, Phase, MutexBackend>),
+    /// A free callback revoked the pin as soon as it was made: the table is given up and the
+    /// phase is `Revoked`.
+    Revoked,
 }
 
 /// Where a registration is; each variant owns what that phase holds.
@@ -145,21 +155,13 @@ impl Context {
     /// other, so a free racing it is handled as in a registration. Returns NVIDIA's error.
     pub(crate) fn probe(self: &Arc<Self>) -> Result {
         *self.phase.lock() = Phase::Pinning;
-        let pinned = self.pin();
-        let mut phase = self.phase.lock();
-        let table = match pinned {
-            Ok(t) => t,
-            Err(e) => {
-                *phase = Phase::Acquired;
-                return Err(e);
+        let (table, mut phase) = match self.pin()? {
+            Pinned::Live(table, phase) => (table, phase),
+            Pinned::Revoked => {
+                *self.phase.lock() = Phase::Acquired;
+                return Ok(());
             }
         };
-        if matches!(*phase, Phase::Revoked(_)) {
-            *phase = Phase::Acquired;
-            drop(phase);
-            table.free_revoked();
-            return Ok(());
-        }
         *phase = Phase::Unpinning;
         drop(phase);
         self.unpin(Pin {
@@ -187,13 +189,17 @@ impl Context {
             }
             *phase = Phase::Pinning;
         }
-        let pinned = self.pin();
-        let mut phase = self.phase.lock();
-        let table = match pinned {
-            Ok(t) => t,
+        let (table, mut phase) = match self.pin() {
+            Ok(Pinned::Live(table, phase)) => (table, phase),
+            Ok(Pinned::Revoked) => {
+                pr_err!(
+                    "GPU memory at {:#x} (+{:#x}) was freed during registration\n",
+                    self.va,
+                    self.len
+                );
+                return Err(EFAULT);
+            }
             Err(e) => {
-                *phase = Phase::Acquired;
-                drop(phase);
                 let hint = if e == ENOMEM {
                     " (GPU BAR1 space exhausted? see nvidia-smi -q -d MEMORY)"
                 } else {
@@ -209,17 +215,6 @@ impl Context {
                 return Err(e);
             }
         };
-        if matches!(*phase, Phase::Revoked(_)) {
-            // The GPU memory was freed as soon as it was pinned: the table is dead.
-            drop(phase);
-            table.free_revoked();
-            pr_err!(
-                "GPU memory at {:#x} (+{:#x}) was freed during registration\n",
-                self.va,
-                self.len
-            );
-            return Err(EFAULT);
-        }
         let pin = Pin {
             table,
             core_context,
@@ -235,8 +230,29 @@ impl Context {
         Ok(())
     }
 
-    /// Pins with a free callback (invalidating client) or for good (persistent client).
-    fn pin(self: &Arc<Self>) -> Result<PageTable> {
+    /// Pins with a free callback (invalidating client) or for good (persistent client); the
+    /// phase is `Pinning` and no lock is held. On error the phase is back to `Acquired`.
+    fn pin(self: &Arc<Self>) -> Result<Pinned<'_>> {
+        let pinned = self.pin_call();
+        let mut phase = self.phase.lock();
+        let table = match pinned {
+            Ok(table) => table,
+            Err(e) => {
+                *phase = Phase::Acquired;
+                return Err(e);
+            }
+        };
+        if matches!(*phase, Phase::Revoked(_)) {
+            // The GPU memory was freed as soon as it was pinned: the table is dead.
+            drop(phase);
+            table.free_revoked();
+            return Ok(Pinned::Revoked);
+        }
+        Ok(Pinned::Live(table, phase))
+    }
+
+    /// The NVIDIA call of [`Self::pin`].
+    fn pin_call(self: &Arc<Self>) -> Result<PageTable> {
         match self.kind {
             ClientKind::Persistent => {
                 PageTable::get_persistent(&crate::globals().persistent, self.va, self.len)
