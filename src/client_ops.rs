@@ -11,6 +11,7 @@ use crate::compat::eopnotsupp;
 use crate::context::{gpu_range, ClientKind, Context};
 use crate::nv_p2p::GPU_PAGE_SIZE;
 use crate::peer_mem::ClientOps;
+use crate::stats::{count, Counter};
 
 extern "C" {
     // Pointers to `struct device` and `struct pci_dev`, opaque here.
@@ -18,15 +19,30 @@ extern "C" {
     fn nvpm_user_errno(err: c_int) -> c_int;
 }
 
+/// The client an entry point serves.
+const fn kind<const PERSISTENT: bool>() -> ClientKind {
+    if PERSISTENT {
+        ClientKind::Persistent
+    } else {
+        ClientKind::Invalidating
+    }
+}
+
+/// An unknown context from ib_core: logged once and counted.
+fn refuse(kind: ClientKind, client_context: *mut c_void, op: &str) {
+    pr_err!(
+        "{}: unknown client context {:p} from ib_core\n",
+        op,
+        client_context
+    );
+    count(kind, Counter::ErrRefusedContext);
+}
+
 /// The context behind ib_core's `client_context`, or an error logged once.
-fn lookup(client_context: *mut c_void, op: &str) -> Option<Arc<Context>> {
+fn lookup<const PERSISTENT: bool>(client_context: *mut c_void, op: &str) -> Option<Arc<Context>> {
     let found = crate::globals().registry.get(client_context as usize);
     if found.is_none() {
-        pr_err!(
-            "{}: unknown client context {:p} from ib_core\n",
-            op,
-            client_context
-        );
+        refuse(kind::<PERSISTENT>(), client_context, op);
     }
     found
 }
@@ -49,6 +65,7 @@ fn acquire(
         return 0;
     }
     if gpu_range(addr, size).is_none() {
+        count(kind, Counter::ErrNotMine);
         return 0;
     }
     let registry = &crate::globals().registry;
@@ -61,6 +78,7 @@ fn acquire(
                 size,
                 e
             );
+            count(kind, Counter::ErrAlloc);
             return 0;
         }
     };
@@ -70,8 +88,10 @@ fn acquire(
     // ib_core's generic EFAULT.
     match ctx.probe() {
         Ok(()) => {}
-        Err(e) if e == EINVAL => return 0,
-        Err(e) if e == eopnotsupp() && kind == ClientKind::Persistent => return 0,
+        Err(e) if e == EINVAL || (e == eopnotsupp() && kind == ClientKind::Persistent) => {
+            count(kind, Counter::ErrNotMine);
+            return 0;
+        }
         Err(e) => crate::dbg_log!(
             "claiming {:#x} (+{:#x}) although pinning failed: {:?}\n",
             addr,
@@ -87,6 +107,7 @@ fn acquire(
             size,
             e
         );
+        count(kind, Counter::ErrAlloc);
         return 0;
     }
     // SAFETY: ib_core passes a valid out-pointer (checked non-NULL above).
@@ -107,12 +128,7 @@ unsafe extern "C" fn acquire_entry<const PERSISTENT: bool>(
     _name: *mut c_char,
     client_context: *mut *mut c_void,
 ) -> c_int {
-    let kind = if PERSISTENT {
-        ClientKind::Persistent
-    } else {
-        ClientKind::Invalidating
-    };
-    acquire(kind, addr, size, client_context)
+    acquire(kind::<PERSISTENT>(), addr, size, client_context)
 }
 
 /// ib_core's `get_pages`.
@@ -120,7 +136,7 @@ unsafe extern "C" fn acquire_entry<const PERSISTENT: bool>(
 /// # Safety
 ///
 /// Called by ib_core only; `client_context` is resolved through the registry, never trusted.
-unsafe extern "C" fn get_pages(
+unsafe extern "C" fn get_pages<const PERSISTENT: bool>(
     addr: c_ulong,
     size: usize,
     _write: c_int,
@@ -129,7 +145,7 @@ unsafe extern "C" fn get_pages(
     client_context: *mut c_void,
     core_context: u64,
 ) -> c_int {
-    let Some(ctx) = lookup(client_context, "get_pages") else {
+    let Some(ctx) = lookup::<PERSISTENT>(client_context, "get_pages") else {
         return errno(EINVAL);
     };
     if ctx.addr != addr || ctx.size != size as u64 {
@@ -140,6 +156,7 @@ unsafe extern "C" fn get_pages(
             ctx.addr,
             ctx.size
         );
+        count(ctx.kind, Counter::ErrRefusedContext);
         return errno(EINVAL);
     }
     match ctx.get_pages(core_context) {
@@ -154,14 +171,14 @@ unsafe extern "C" fn get_pages(
 ///
 /// `sg_head`, `dma_device` and `nmap` must be NULL or valid (ib_core's contract), and stay
 /// valid until ib_core unmaps or releases the registration.
-unsafe extern "C" fn dma_map(
+unsafe extern "C" fn dma_map<const PERSISTENT: bool>(
     sg_head: *mut c_void,
     client_context: *mut c_void,
     dma_device: *mut c_void,
     _dmasync: c_int,
     nmap: *mut c_int,
 ) -> c_int {
-    let Some(ctx) = lookup(client_context, "dma_map") else {
+    let Some(ctx) = lookup::<PERSISTENT>(client_context, "dma_map") else {
         return errno(EINVAL);
     };
     // SAFETY: ib_core passes its DMA device (or NULL, handled by the helper).
@@ -172,6 +189,7 @@ unsafe extern "C" fn dma_map(
             ctx.va,
             ctx.len
         );
+        count(ctx.kind, Counter::ErrMapping);
         return errno(EINVAL);
     }
     // SAFETY: ib_core's device and sg_table for this registration stay valid until it
@@ -192,12 +210,12 @@ unsafe extern "C" fn dma_map(
 /// # Safety
 ///
 /// Called by ib_core only; `client_context` is resolved through the registry.
-unsafe extern "C" fn dma_unmap(
+unsafe extern "C" fn dma_unmap<const PERSISTENT: bool>(
     _sg_head: *mut c_void,
     client_context: *mut c_void,
     _dma_device: *mut c_void,
 ) -> c_int {
-    let Some(ctx) = lookup(client_context, "dma_unmap") else {
+    let Some(ctx) = lookup::<PERSISTENT>(client_context, "dma_unmap") else {
         return errno(EINVAL);
     };
     ctx.dma_unmap();
@@ -209,8 +227,11 @@ unsafe extern "C" fn dma_unmap(
 /// # Safety
 ///
 /// Called by ib_core only; `client_context` is resolved through the registry.
-unsafe extern "C" fn put_pages(_sg_head: *mut c_void, client_context: *mut c_void) {
-    if let Some(ctx) = lookup(client_context, "put_pages") {
+unsafe extern "C" fn put_pages<const PERSISTENT: bool>(
+    _sg_head: *mut c_void,
+    client_context: *mut c_void,
+) {
+    if let Some(ctx) = lookup::<PERSISTENT>(client_context, "put_pages") {
         ctx.put_pages();
     }
 }
@@ -229,12 +250,9 @@ unsafe extern "C" fn get_page_size(_client_context: *mut c_void) -> c_ulong {
 /// # Safety
 ///
 /// Called by ib_core only; `client_context` is resolved through the registry.
-unsafe extern "C" fn release(client_context: *mut c_void) {
+unsafe extern "C" fn release<const PERSISTENT: bool>(client_context: *mut c_void) {
     let Some(ctx) = crate::globals().registry.remove(client_context as usize) else {
-        pr_err!(
-            "release: unknown client context {:p} from ib_core\n",
-            client_context
-        );
+        refuse(kind::<PERSISTENT>(), client_context, "release");
         return;
     };
     ctx.release();
@@ -245,18 +263,20 @@ unsafe extern "C" fn release(client_context: *mut c_void) {
 }
 
 /// Operations of the invalidating client ("nv_mem").
-pub(crate) const INVALIDATING: ClientOps = ClientOps {
-    acquire: acquire_entry::<false>,
-    get_pages,
-    dma_map,
-    dma_unmap,
-    put_pages,
-    get_page_size,
-    release,
-};
+pub(crate) const INVALIDATING: ClientOps = ops::<false>();
 
 /// Operations of the persistent client ("nv_mem_nc").
-pub(crate) const PERSISTENT: ClientOps = ClientOps {
-    acquire: acquire_entry::<true>,
-    ..INVALIDATING
-};
+pub(crate) const PERSISTENT: ClientOps = ops::<true>();
+
+/// One client's operations: the same code, counted per client.
+const fn ops<const PERSISTENT: bool>() -> ClientOps {
+    ClientOps {
+        acquire: acquire_entry::<PERSISTENT>,
+        get_pages: get_pages::<PERSISTENT>,
+        dma_map: dma_map::<PERSISTENT>,
+        dma_unmap: dma_unmap::<PERSISTENT>,
+        put_pages: put_pages::<PERSISTENT>,
+        get_page_size,
+        release: release::<PERSISTENT>,
+    }
+}

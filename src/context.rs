@@ -19,12 +19,13 @@
 use core::ffi::{c_int, c_void};
 use kernel::new_mutex;
 use kernel::prelude::*;
-use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::{Arc, Mutex};
 
 use crate::module_ref::ModuleRef;
 use crate::nv_p2p::{DmaMapping, PageTable, GPU_PAGE_MASK, GPU_PAGE_SIZE};
+use crate::pinning::{current_tgid, Pinned};
 use crate::sg::SgCopy;
+use crate::stats::{count, count_nvidia_error, Counter, Held};
 
 /// Which client a registration belongs to.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -42,22 +43,17 @@ pub(crate) struct Pin {
     pub(crate) core_context: u64,
     /// The process that pinned: NVIDIA looks pins up by the calling process, so only it can
     /// unpin.
-    tgid: c_int,
+    pub(crate) tgid: c_int,
+    /// In the counters while pinned by a registration (not by `acquire`'s probe).
+    pub(crate) _held: Option<Held>,
 }
 
 /// The DMA mapping for the NIC and the sg list made from it.
 pub(crate) struct Mapping {
     pub(crate) dma: DmaMapping,
     pub(crate) sg: SgCopy,
-}
-
-/// What pinning found once NVIDIA returned.
-enum Pinned<'a> {
-    /// The table, with the phase still locked (and still `Pinning`).
-    Live(PageTable, Guard<'a, Phase, MutexBackend>),
-    /// A free callback revoked the pin as soon as it was made: the table is given up and the
-    /// phase is `Revoked`.
-    Revoked,
+    /// The NIC's PCI address (`nvpm_pci_bdf`), for the registration view.
+    pub(crate) nic: u32,
 }
 
 /// Where a registration is; each variant owns what that phase holds.
@@ -81,7 +77,7 @@ pub(crate) enum Phase {
 }
 
 impl Phase {
-    fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Self::Acquired => "acquired",
             Self::Pinning => "pinning",
@@ -107,6 +103,8 @@ pub(crate) struct Context {
     pub(crate) va: u64,
     pub(crate) len: u64,
     pub(crate) kind: ClientKind,
+    /// When `acquire` made it (`ktime_get_ns`), for the registration view.
+    pub(crate) created_ns: u64,
     #[pin]
     pub(crate) phase: Mutex<Phase>,
     /// Keeps the module loaded for as long as ib_core or NVIDIA can call in for this context.
@@ -124,12 +122,15 @@ pub(crate) fn gpu_range(addr: u64, size: u64) -> Option<(u64, u64)> {
 }
 
 extern "C" {
-    fn nvpm_current_tgid() -> c_int;
+    fn nvpm_now_ns() -> u64;
+    // A `struct pci_dev *`, opaque here.
+    fn nvpm_pci_bdf(pdev: *mut c_void) -> u32;
 }
 
-fn current_tgid() -> c_int {
-    // SAFETY: reads `current->tgid`; no requirement.
-    unsafe { nvpm_current_tgid() }
+/// Monotonic nanoseconds.
+pub(crate) fn now_ns() -> u64 {
+    // SAFETY: reads the clock; no requirement.
+    unsafe { nvpm_now_ns() }
 }
 
 impl Context {
@@ -143,6 +144,7 @@ impl Context {
                 va,
                 len,
                 kind,
+                created_ns: now_ns(),
                 phase <- new_mutex!(Phase::Acquired),
                 _module: ModuleRef::take(),
             }),
@@ -168,6 +170,7 @@ impl Context {
             table,
             core_context: 0,
             tgid: current_tgid(),
+            _held: None,
         });
         // A free that raced the unpin left the phase revoked: `get_pages` will find the memory
         // gone and say so.
@@ -185,6 +188,7 @@ impl Context {
                     self.va,
                     phase.name()
                 );
+                count(self.kind, Counter::ErrRefusedContext);
                 return Err(EINVAL);
             }
             *phase = Phase::Pinning;
@@ -197,9 +201,11 @@ impl Context {
                     self.va,
                     self.len
                 );
+                count(self.kind, Counter::ErrFreedDuringRegistration);
                 return Err(EFAULT);
             }
             Err(e) => {
+                count_nvidia_error(self.kind, e);
                 let hint = if e == ENOMEM {
                     " (GPU BAR1 space exhausted? see nvidia-smi -q -d MEMORY)"
                 } else {
@@ -215,111 +221,26 @@ impl Context {
                 return Err(e);
             }
         };
-        let pin = Pin {
+        if let Err(e) = table.validate(self.len) {
+            count(self.kind, Counter::ErrNvidiaOther);
+            *phase = Phase::Unpinning;
+            drop(phase);
+            self.unpin(Pin {
+                table,
+                core_context,
+                tgid: current_tgid(),
+                _held: None,
+            });
+            return Err(e);
+        }
+        count(self.kind, Counter::Registrations);
+        *phase = Phase::Pinned(Pin {
             table,
             core_context,
             tgid: current_tgid(),
-        };
-        if let Err(e) = pin.table.validate(self.len) {
-            *phase = Phase::Unpinning;
-            drop(phase);
-            self.unpin(pin);
-            return Err(e);
-        }
-        *phase = Phase::Pinned(pin);
+            _held: Some(Held::new(self.kind, self.len)),
+        });
         Ok(())
-    }
-
-    /// Pins with a free callback (invalidating client) or for good (persistent client); the
-    /// phase is `Pinning` and no lock is held. On error the phase is back to `Acquired`.
-    fn pin(self: &Arc<Self>) -> Result<Pinned<'_>> {
-        let pinned = self.pin_call();
-        let mut phase = self.phase.lock();
-        let table = match pinned {
-            Ok(table) => table,
-            Err(e) => {
-                *phase = Phase::Acquired;
-                return Err(e);
-            }
-        };
-        if matches!(*phase, Phase::Revoked(_)) {
-            // The GPU memory was freed as soon as it was pinned: the table is dead.
-            drop(phase);
-            table.free_revoked();
-            return Ok(Pinned::Revoked);
-        }
-        Ok(Pinned::Live(table, phase))
-    }
-
-    /// The NVIDIA call of [`Self::pin`].
-    fn pin_call(self: &Arc<Self>) -> Result<PageTable> {
-        match self.kind {
-            ClientKind::Persistent => {
-                PageTable::get_persistent(&crate::globals().persistent, self.va, self.len)
-            }
-            ClientKind::Invalidating => {
-                crate::globals().registry.arm(self.clone())?;
-                // SAFETY: the callback finds the context by id among the armed ones, where it
-                // stays until the callback ran or the pin is released (`registry.rs`).
-                let res = unsafe {
-                    PageTable::get_revocable(
-                        self.va,
-                        self.len,
-                        crate::revoke::free_callback,
-                        self.id as *mut c_void,
-                    )
-                };
-                if res.is_err() {
-                    // NVIDIA did not keep the callback.
-                    drop(crate::globals().registry.disarm(self.id));
-                }
-                res
-            }
-        }
-    }
-
-    /// Releases `pin`; the phase is `Unpinning` and no lock is held.
-    fn unpin(self: &Arc<Self>, pin: Pin) {
-        if pin.table.is_revocable() && pin.tgid != current_tgid() {
-            pr_warn!(
-                "GPU memory at {:#x} (+{:#x}) released by another process than the one that pinned it (pid {}): nvidia keeps it pinned until that process frees it\n",
-                self.va,
-                self.len,
-                pin.tgid
-            );
-            let mut phase = self.phase.lock();
-            if matches!(*phase, Phase::Revoked(_)) {
-                drop(phase);
-                pin.table.free_revoked();
-            } else {
-                *phase = Phase::Orphaned(pin);
-            }
-            return;
-        }
-        let res = pin.table.put();
-        let mut phase = self.phase.lock();
-        if matches!(*phase, Phase::Revoked(_)) {
-            // The free callback ran while the put waited for NVIDIA: the table was revoked.
-            drop(phase);
-            pin.table.free_revoked();
-            return;
-        }
-        *phase = Phase::Acquired;
-        drop(phase);
-        let revocable = pin.table.is_revocable();
-        pin.table.released();
-        if revocable {
-            // Put from the pinning process: the pin is gone, NVIDIA will not call back.
-            drop(crate::globals().registry.disarm(self.id));
-        }
-        if let Err(e) = res {
-            pr_err!(
-                "releasing GPU pages at {:#x} (+{:#x}) failed: {:?}\n",
-                self.va,
-                self.len,
-                e
-            );
-        }
     }
 
     /// Maps the pinned pages for `peer` and gives ib_core's `core_sgt` the sg list (ib_core's
@@ -340,8 +261,10 @@ impl Context {
                 Phase::Pinned(pin) => pin,
                 other => {
                     let err = if matches!(other, Phase::Revoked(_)) {
+                        count(self.kind, Counter::ErrFreedDuringRegistration);
                         EFAULT
                     } else {
+                        count(self.kind, Counter::ErrRefusedContext);
                         pr_err!(
                             "dma_map for va {:#x} in phase {}: refused\n",
                             self.va,
@@ -368,13 +291,19 @@ impl Context {
                 self.va,
                 self.len
             );
+            count(self.kind, Counter::ErrFreedDuringRegistration);
             return Err(EFAULT);
         }
         let made = mapped.and_then(|dma| {
             let addrs = dma.validate(&pin.table).map(|()| dma.dma_addresses());
             // SAFETY: `core_sgt` is ib_core's table for this registration (caller).
             match addrs.and_then(|a| unsafe { SgCopy::create(core_sgt, a, GPU_PAGE_SIZE) }) {
-                Ok(sg) => Ok(Mapping { dma, sg }),
+                Ok(sg) => Ok(Mapping {
+                    dma,
+                    sg,
+                    // SAFETY: `peer` is a valid PCI device (caller).
+                    nic: unsafe { nvpm_pci_bdf(peer) },
+                }),
                 Err(e) => {
                     dma.unmap(&pin.table);
                     Err(e)
@@ -389,6 +318,7 @@ impl Context {
             }
             Err(e) => {
                 *phase = Phase::Pinned(pin);
+                count(self.kind, Counter::ErrMapping);
                 pr_err!(
                     "DMA-mapping GPU memory va={:#x} len={:#x} failed: {:?}\n",
                     self.va,
@@ -420,7 +350,10 @@ impl Context {
         let pin = {
             let mut phase = self.phase.lock();
             match core::mem::replace(&mut *phase, Phase::Unpinning) {
-                Phase::Pinned(pin) => pin,
+                Phase::Pinned(pin) => {
+                    count(self.kind, Counter::Deregistrations);
+                    pin
+                }
                 other => {
                     *phase = other;
                     return;

@@ -13,13 +13,18 @@ mod module_ref;
 mod nv_p2p;
 mod params;
 mod peer_mem;
+mod pinning;
+mod registrations_view;
 mod registry;
 mod revoke;
 mod sg;
+mod stats;
 
+use context::ClientKind;
 use nv_p2p::PersistentSupport;
 use peer_mem::{PeerMemoryClientEx, Registration};
 use registry::Registry;
+use stats::StatsDir;
 
 // The `module!` macro took one `author` before Linux 6.13-ish and a list of `authors` since;
 // Kbuild tells which (`nvpm_module_authors`).
@@ -60,6 +65,8 @@ struct Globals {
     #[pin]
     registry: Registry,
     persistent: PersistentSupport,
+    /// `persistent_api_support=1` took effect: "nv_mem" is the persistent client.
+    persistent_only: bool,
 }
 
 static GLOBALS: AtomicPtr<Globals> = AtomicPtr::new(core::ptr::null_mut());
@@ -72,7 +79,16 @@ fn globals() -> &'static Globals {
     unsafe { &*g }
 }
 
+/// Whether "nv_mem" is the persistent client (`persistent_api_support=1`).
+fn persistent_only() -> bool {
+    globals().persistent_only
+}
+
 struct NvPeerMem {
+    /// `/sys/kernel/debug/nv_peer_mem/registrations`; goes before the clients.
+    view: Option<registrations_view::View>,
+    /// `/sys/module/nv_peer_mem/stats/`.
+    stats: StatsDir,
     /// "nv_mem": invalidating, or persistent with `persistent_api_support=1`.
     main: Option<Registration>,
     /// "nv_mem_nc", where nvidia.ko supports persistent pages.
@@ -85,8 +101,13 @@ impl kernel::Module for NvPeerMem {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let persistent = PersistentSupport::probe();
         let has_persistent = persistent.available();
+        let persistent_only = params::persistent_only() && has_persistent;
         let globals = KBox::pin_init(
-            pin_init!(Globals { registry <- Registry::new(), persistent }),
+            pin_init!(Globals {
+                registry <- Registry::new(),
+                persistent,
+                persistent_only,
+            }),
             GFP_KERNEL,
         )?;
         GLOBALS.store(
@@ -94,29 +115,39 @@ impl kernel::Module for NvPeerMem {
             Ordering::Release,
         );
         let mut this = Self {
+            view: None,
+            stats: StatsDir::create()?,
             main: None,
             nc: None,
             _globals: globals,
         };
 
-        let persistent_only = params::persistent_only() && has_persistent;
         if params::persistent_only() && !has_persistent {
             pr_warn!("persistent_api_support=1 but nvidia.ko offers no persistent pages: registering the invalidating nv_mem instead\n");
         }
         let legacy = params::legacy_peerdirect();
-        this.main = Some(if persistent_only {
-            Registration::register(&NV_MEM_PERSISTENT, false)?
+        let (main, main_kind) = if persistent_only {
+            (&NV_MEM_PERSISTENT, ClientKind::Persistent)
+        } else if legacy {
+            (&NV_MEM_LEGACY, ClientKind::Invalidating)
         } else {
-            Registration::register(if legacy { &NV_MEM_LEGACY } else { &NV_MEM }, true)?
-        });
+            (&NV_MEM, ClientKind::Invalidating)
+        };
+        this.stats.add_client(main_kind, main)?;
+        this.main = Some(Registration::register(
+            main,
+            main_kind == ClientKind::Invalidating,
+        )?);
         // With persistent_api_support=1, nv_mem itself is the persistent client.
         if !persistent_only {
             if has_persistent {
+                this.stats.add_client(ClientKind::Persistent, &NV_MEM_NC)?;
                 this.nc = Some(Registration::register(&NV_MEM_NC, false)?);
             } else {
                 pr_info!("nvidia.ko offers no persistent pages: client nv_mem_nc not registered\n");
             }
         }
+        this.view = Some(registrations_view::View::create());
         pr_info!(
             "loaded, version {} ({} PeerDirect registration{})\n",
             VERSION,
@@ -137,6 +168,7 @@ impl kernel::Module for NvPeerMem {
 
 impl Drop for NvPeerMem {
     fn drop(&mut self) {
+        drop(self.view.take());
         // Unregistering waits until ib_core has released every registration of the client.
         drop(self.nc.take());
         drop(self.main.take());

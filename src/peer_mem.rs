@@ -145,6 +145,11 @@ impl PeerMemoryClientEx {
         }
     }
 
+    /// The name as a C string (`fixed` keeps a terminator).
+    pub(crate) fn name_ptr(&self) -> *const c_char {
+        self.client.name.as_ptr().cast()
+    }
+
     pub(crate) fn name(&self) -> &str {
         let len = self
             .client

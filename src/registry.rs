@@ -50,6 +50,16 @@ impl Registry {
         self.contexts.lock().get(&id).cloned()
     }
 
+    /// The live registrations, in id order, for the registration view.
+    pub(crate) fn snapshot(&self) -> Result<KVec<Arc<Context>>> {
+        let contexts = self.contexts.lock();
+        let mut out = KVec::new();
+        for (_, ctx) in contexts.iter() {
+            out.push(ctx.clone(), GFP_KERNEL)?;
+        }
+        Ok(out)
+    }
+
     pub(crate) fn remove(&self, id: usize) -> Option<Arc<Context>> {
         self.contexts.lock().remove(&id)
     }

@@ -36,7 +36,7 @@ impl Context {
         let taken = {
             let mut phase = self.phase.lock();
             match core::mem::replace(&mut *phase, Phase::Revoked(None)) {
-                Phase::Mapped(pin, Mapping { dma, sg }) => {
+                Phase::Mapped(pin, Mapping { dma, sg, .. }) => {
                     *phase = Phase::Revoked(Some(sg));
                     Revoked::Live(pin, dma)
                 }
@@ -53,6 +53,7 @@ impl Context {
         };
         match taken {
             Revoked::Live(pin, dma) => {
+                crate::stats::count(self.kind, crate::stats::Counter::Invalidations);
                 crate::dbg_log!(
                     "free callback for va {:#x} (+{:#x}): invalidating\n",
                     self.va,

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The C half of the live registration view: /sys/kernel/debug/nv_peer_mem/registrations,
+ * readable by root only (0400; debugfs itself is root-only on most distributions). The lines
+ * come from registrations.rs.
+ */
+#include <linux/debugfs.h>
+#include <linux/ktime.h>
+#include <linux/pci.h>
+#include <linux/seq_file.h>
+
+void nvpm_registrations_show(struct seq_file *m);
+void nvpm_seq_write(struct seq_file *m, const char *buf, size_t len);
+void nvpm_debugfs_create(void);
+void nvpm_debugfs_destroy(void);
+u32 nvpm_pci_bdf(struct pci_dev *pdev);
+u64 nvpm_now_ns(void);
+
+static struct dentry *nvpm_debugfs_dir;
+
+void nvpm_seq_write(struct seq_file *m, const char *buf, size_t len)
+{
+	seq_write(m, buf, len);
+}
+
+static int nvpm_registrations_open_show(struct seq_file *m, void *unused)
+{
+	nvpm_registrations_show(m);
+	return 0;
+}
+
+static int nvpm_registrations_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, nvpm_registrations_open_show, inode->i_private);
+}
+
+static const struct file_operations nvpm_registrations_fops = {
+	.owner = THIS_MODULE,
+	.open = nvpm_registrations_open,
+	.read = seq_read,
+	.llseek = seq_lseek,
+	.release = single_release,
+};
+
+/* Failure is not fatal: the view is a debugging aid, and debugfs may be disabled. */
+void nvpm_debugfs_create(void)
+{
+	nvpm_debugfs_dir = debugfs_create_dir("nv_peer_mem", NULL);
+	debugfs_create_file("registrations", 0400, nvpm_debugfs_dir, NULL,
+			    &nvpm_registrations_fops);
+}
+
+/* Waits for readers in flight (debugfs's removal protection). */
+void nvpm_debugfs_destroy(void)
+{
+	debugfs_remove(nvpm_debugfs_dir);
+	nvpm_debugfs_dir = NULL;
+}
+
+/* Domain, bus and devfn packed as DDDDBBFF (PCI domains on these systems fit 16 bits). */
+u32 nvpm_pci_bdf(struct pci_dev *pdev)
+{
+	return (u32)(pci_domain_nr(pdev->bus) & 0xffff) << 16 | (u32)pdev->bus->number << 8 |
+	       pdev->devfn;
+}
+
+u64 nvpm_now_ns(void)
+{
+	return ktime_get_ns();
+}

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The live registration view, `/sys/kernel/debug/nv_peer_mem/registrations` (root only, made
+//! by `debugfs_view.c`): one line per registration. It shows GPU virtual addresses, which are
+//! user-space addresses, and PCI addresses; never a kernel pointer.
+
+use core::ffi::{c_char, c_void};
+use core::fmt::Write;
+
+use crate::context::{now_ns, ClientKind, Phase};
+
+extern "C" {
+    // A `struct seq_file *`, opaque here.
+    fn nvpm_seq_write(m: *mut c_void, buf: *const c_char, len: usize);
+    fn nvpm_debugfs_create();
+    fn nvpm_debugfs_destroy();
+}
+
+/// Writes into the seq_file being shown.
+struct SeqWriter(*mut c_void);
+
+impl Write for SeqWriter {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        // SAFETY: `self.0` is the seq_file of the `show` call in progress; `s` is valid for
+        // `s.len()` bytes, which seq_write copies.
+        unsafe { nvpm_seq_write(self.0, s.as_ptr().cast(), s.len()) };
+        Ok(())
+    }
+}
+
+/// The client name a registration of `kind` is under.
+fn client_name(kind: ClientKind) -> &'static str {
+    match kind {
+        ClientKind::Invalidating => "nv_mem",
+        ClientKind::Persistent if crate::persistent_only() => "nv_mem",
+        ClientKind::Persistent => "nv_mem_nc",
+    }
+}
+
+/// A PCI address packed by `nvpm_pci_bdf`, as `DDDD:BB:DD.F`.
+struct Bdf(u32);
+
+impl core::fmt::Display for Bdf {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let b = self.0;
+        write!(
+            f,
+            "{:04x}:{:02x}:{:02x}.{:x}",
+            b >> 16,
+            (b >> 8) & 0xff,
+            (b >> 3) & 0x1f,
+            b & 7
+        )
+    }
+}
+
+fn show(w: &mut SeqWriter) -> core::fmt::Result {
+    writeln!(w, "id client range size phase nic sg_entries age_ms")?;
+    let Ok(contexts) = crate::globals().registry.snapshot() else {
+        return writeln!(w, "# out of memory: registrations not listed");
+    };
+    let now = now_ns();
+    for ctx in contexts.iter() {
+        let (phase, nic, entries) = {
+            let phase = ctx.phase.lock();
+            match &*phase {
+                Phase::Mapped(_, m) => (phase.name(), Some(Bdf(m.nic)), m.sg.nents()),
+                other => (other.name(), None, 0),
+            }
+        };
+        write!(
+            w,
+            "{} {} {:#x}-{:#x} {} {} ",
+            ctx.id,
+            client_name(ctx.kind),
+            ctx.addr,
+            ctx.addr.wrapping_add(ctx.size),
+            ctx.size,
+            phase
+        )?;
+        match nic {
+            Some(bdf) => write!(w, "{bdf}")?,
+            None => write!(w, "-")?,
+        }
+        writeln!(
+            w,
+            " {} {}",
+            entries,
+            now.saturating_sub(ctx.created_ns) / 1_000_000
+        )?;
+    }
+    Ok(())
+}
+
+/// Called by `debugfs_view.c` to fill the file.
+///
+/// # Safety
+///
+/// `m` must be the seq_file of a `show` call in progress, made while the module's clients are
+/// registered (the file exists only then: [`View`]).
+#[no_mangle]
+pub(crate) unsafe extern "C" fn nvpm_registrations_show(m: *mut c_void) {
+    let _ = show(&mut SeqWriter(m));
+}
+
+/// The debugfs file; removed (waiting for readers) on drop.
+pub(crate) struct View(());
+
+impl View {
+    /// Creates the file; failures are not errors (debugfs may be off).
+    pub(crate) fn create() -> Self {
+        // SAFETY: called once from module init, after the registry exists.
+        unsafe { nvpm_debugfs_create() };
+        Self(())
+    }
+}
+
+impl Drop for View {
+    fn drop(&mut self) {
+        // SAFETY: removes what `create` made and waits for readers in flight.
+        unsafe { nvpm_debugfs_destroy() };
+    }
+}
