@@ -1,5 +1,6 @@
 #!/bin/bash
-# Boot the test kernel in QEMU (TCG, q35 + intel-iommu, two ivshmem "GPUs", two edu "NICs")
+# Boot the test kernel in QEMU (TCG, q35 + intel-iommu, two ivshmem "GPUs", two edu "NICs",
+# one pair behind a PCIe switch)
 # with an initramfs, run the named scenarios, and report each one as PASS or FAIL.
 # usage: run-vm.sh KBUILD INITRAMFS WORKDIR SCENARIO...
 # NVPM_VM_APPEND adds kernel command line words (nvpm.rc=1: boot-time service start;
@@ -18,6 +19,24 @@ for g in 0 1; do
 	cp "$(dirname "$initrd")/bars/gpu$g.img" "$work/gpu$g.img"
 done
 
+# PCIe placement as on a GPU server: gpu0 and edu0 (NIC) behind one PCIe switch (x3130) under
+# root port rp0 (nvidia-smi topo: PIX); gpu1 and edu1 on root ports of their own (PHB). The
+# buses are numbered in this order, so the drivers probe gpu0 before gpu1 and edu0 before edu1.
+# shellcheck disable=SC2054 # commas inside QEMU options
+topology=(
+	-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=0,addr=0x4
+	-device x3130-upstream,id=sw0,bus=rp0
+	-device xio3130-downstream,id=sw0p0,bus=sw0,chassis=2,slot=0
+	-device xio3130-downstream,id=sw0p1,bus=sw0,chassis=3,slot=0
+	-device pcie-root-port,id=rp1,bus=pcie.0,chassis=4,slot=0,addr=0x5
+	-device pcie-root-port,id=rp2,bus=pcie.0,chassis=5,slot=0,addr=0x6
+	-object memory-backend-file,id=gpu0,size=16M,share=on,mem-path="$work/gpu0.img"
+	-device ivshmem-plain,memdev=gpu0,bus=sw0p0
+	-object memory-backend-file,id=gpu1,size=16M,share=on,mem-path="$work/gpu1.img"
+	-device ivshmem-plain,memdev=gpu1,bus=rp1
+	-device edu,dma_mask=0xffffffffffffffff,bus=sw0p1
+	-device edu,dma_mask=0xffffffffffffffff,bus=rp2
+)
 timeout_s=${NVPM_VM_TIMEOUT:-$((300 + 90 * ${#scenarios[@]}))}
 list=$(IFS=,; echo "${scenarios[*]}")
 start=$SECONDS
@@ -27,12 +46,7 @@ timeout --foreground "$timeout_s" qemu-system-x86_64 \
 	-nographic -no-reboot -serial stdio -monitor none -nic none \
 	-kernel "$kbuild/arch/x86/boot/bzImage" -initrd "$initrd" \
 	-append "console=ttyS0 panic=-1 loglevel=1 intel_iommu=on iommu.strict=1 kasan.fault=report nvpm.scenarios=$list${NVPM_VM_APPEND:+ $NVPM_VM_APPEND}" \
-	-object memory-backend-file,id=gpu0,size=16M,share=on,mem-path="$work/gpu0.img" \
-	-device ivshmem-plain,memdev=gpu0 \
-	-object memory-backend-file,id=gpu1,size=16M,share=on,mem-path="$work/gpu1.img" \
-	-device ivshmem-plain,memdev=gpu1 \
-	-device edu,dma_mask=0xffffffffffffffff \
-	-device edu,dma_mask=0xffffffffffffffff \
+	"${topology[@]}" \
 	</dev/null >"$log" 2>&1
 qrc=$?
 echo "vm: ${#scenarios[@]} scenarios in $((SECONDS - start)) s (qemu exit $qrc), log $log" >&2

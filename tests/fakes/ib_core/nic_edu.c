@@ -19,6 +19,7 @@
 #include "fake_ib_core.h"
 
 #include <linux/delay.h>
+#include <linux/device.h>
 #include <linux/dma-mapping.h>
 #include <linux/io.h>
 #include <linux/jiffies.h>
@@ -52,11 +53,18 @@ struct fake_nic {
 	struct mutex lock; /* one DMA program at a time; protects buf */
 	void *buf;
 	dma_addr_t buf_dma;
+	struct device *ibdev; /* /sys/class/infiniband/<name> */
 };
 
 static DEFINE_MUTEX(fake_nics_lock);
 static LIST_HEAD(fake_nics);
 static int fake_nic_count;
+/*
+ * /sys/class/infiniband/<name>, whose "device" link leads to the PCI function: how ib_core
+ * shows RDMA devices (drivers/infiniband/core/device.c, ib_class) and how tools such as
+ * ibv_devices and nv_peer_mem's doctor find the NICs.
+ */
+static struct class *fake_ib_class;
 
 struct device *fake_none_dev;
 static struct platform_device *fake_none_pdev;
@@ -337,6 +345,12 @@ static int fake_edu_probe(struct pci_dev *pdev, const struct pci_device_id *id)
 	list_add_tail(&nic->node, &fake_nics);
 	mutex_unlock(&fake_nics_lock);
 	pci_set_drvdata(pdev, nic);
+	nic->ibdev = device_create(fake_ib_class, &pdev->dev, MKDEV(0, 0), nic, "%s", nic->name);
+	if (IS_ERR(nic->ibdev)) {
+		pr_err("%s: cannot create /sys/class/infiniband/%s (%ld)\n", pci_name(pdev),
+		       nic->name, PTR_ERR(nic->ibdev));
+		nic->ibdev = NULL;
+	}
 
 	pr_info("%s: edu at %s (id 0x%08x)\n", nic->name, pci_name(pdev),
 		readl(nic->regs + EDU_REG_ID));
@@ -347,6 +361,8 @@ static void fake_edu_remove(struct pci_dev *pdev)
 {
 	struct fake_nic *nic = pci_get_drvdata(pdev);
 
+	if (nic->ibdev)
+		device_unregister(nic->ibdev);
 	mutex_lock(&fake_nics_lock);
 	list_del(&nic->node);
 	mutex_unlock(&fake_nics_lock);
@@ -390,9 +406,21 @@ int fake_nic_init(void)
 	}
 	fake_none_dev = &fake_none_pdev->dev;
 
+	fake_ib_class = class_create("infiniband");
+	if (IS_ERR(fake_ib_class)) {
+		ret = PTR_ERR(fake_ib_class);
+		pr_err("cannot create the infiniband class (%d)\n", ret);
+		fake_ib_class = NULL;
+		platform_device_unregister(fake_none_pdev);
+		fake_none_pdev = NULL;
+		fake_none_dev = NULL;
+		return ret;
+	}
 	ret = pci_register_driver(&fake_edu_driver);
 	if (ret) {
 		pr_err("cannot register the edu driver (%d)\n", ret);
+		class_destroy(fake_ib_class);
+		fake_ib_class = NULL;
 		platform_device_unregister(fake_none_pdev);
 		fake_none_pdev = NULL;
 		fake_none_dev = NULL;
@@ -403,6 +431,8 @@ int fake_nic_init(void)
 void fake_nic_exit(void)
 {
 	pci_unregister_driver(&fake_edu_driver);
+	class_destroy(fake_ib_class);
+	fake_ib_class = NULL;
 	platform_device_unregister(fake_none_pdev);
 	fake_none_pdev = NULL;
 	fake_none_dev = NULL;

@@ -131,7 +131,7 @@ static const struct pci_device_id fnv_pci_ids[] = {
 MODULE_DEVICE_TABLE(pci, fnv_pci_ids);
 
 struct pci_driver fnv_pci_driver = {
-	.name = "fake_nvidia",
+	.name = "nvidia", /* the real driver's PCI driver name: /sys/bus/pci/drivers/nvidia */
 	.id_table = fnv_pci_ids,
 	.probe = fnv_probe,
 	.remove = fnv_remove,
