@@ -145,7 +145,7 @@ if [ "$mode" != vm ] && [ $build_ok = 1 ]; then
 	dest=$work/make-install
 	rm -rf "$dest"
 	cp -r "$top/packaging" "$build_dir/module/"
-	want="./etc/infiniband/nv_peer_mem.conf ./etc/init.d/nv_peer_mem ./lib/modules/$krel/updates/nv_peer_mem.ko ./lib/systemd/system/nv_peer_mem.service ./usr/libexec/nv_peer_mem/nv_peer_mem-service"
+	want="./etc/infiniband/nv_peer_mem.conf ./etc/init.d/nv_peer_mem ./lib/modules/$krel/updates/nv_peer_mem.ko ./lib/systemd/system/nv_peer_mem.service ./usr/libexec/nv_peer_mem/nv_peer_mem-doctor ./usr/libexec/nv_peer_mem/nv_peer_mem-service"
 	if module_make "$build_dir/module" install DESTDIR="$dest" KVER="$krel" >"$logs/install.log" 2>&1 &&
 		got=$(cd "$dest" && find . -type f | sort | paste -sd ' ') && [ "$got" = "$want" ]; then
 		result PASS make-install
@@ -165,6 +165,11 @@ if [ "$mode" != vm ] && [ $build_ok = 1 ]; then
 		grep -E '\.sh$|^tests/vm/init$|^\.ci/run$|^packaging/service/nv_peer_mem(-service|\.init)$' | sed "s|^|$top/|")
 	if out=$(cd "$top" && shellcheck -x -S warning "${scripts[@]}" 2>&1); then result PASS shellcheck
 	else result FAIL shellcheck "$(echo "$out" | head -20)"; fi
+fi
+
+# nv_peer_mem doctor against the fake sysfs/proc trees of tests/doctor/cases (no kernel needed).
+if [ "$mode" != vm ]; then
+	collect "" "$here/doctor/run.sh"
 fi
 
 # The deb's life in a throwaway root: install, upgrade, remove, purge.

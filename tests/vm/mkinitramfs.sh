@@ -1,7 +1,8 @@
 #!/bin/bash
-# Build the test VM's initramfs: busybox, /init, the scenarios, the host's BAR checksums and
-# the modules, installed under /lib/modules/<release> with depmod run so that modprobe resolves
-# dependencies as on a real host.
+# Build the test VM's initramfs: busybox, /init, the scenarios, the host's BAR checksums,
+# nv_peer_mem doctor with a python3 to run it, and the modules, installed under
+# /lib/modules/<release> with depmod run so that modprobe resolves dependencies as on a real
+# host.
 # usage: mkinitramfs.sh [--overlay DIR] KBUILD OUT.cpio.gz SHA_DIR [DEST=]MODULE.ko...
 #   DEST is an absolute path in the VM, or a path under /lib/modules/<release>/
 #   (default extra/<name>.ko). --overlay copies DIR's tree into the VM's root first (a
@@ -27,6 +28,9 @@ install -m 644 "$here/lib.sh" "$here/cleanup.sh" "$here/demo.sh" "$root/tests/"
 install -m 644 "$here"/../scenarios/*.sh "$root/tests/scenarios/"
 install -m 644 "$here"/../service/*.sh "$root/tests/service/"
 cp "$sha_dir"/*.sha256 "$root/etc/nvpm/"
+# nv_peer_mem doctor, where the packages put it, and a python3 to run it.
+install -D -m 755 "$here/../../scripts/nv_peer_mem-doctor" "$root/usr/libexec/nv_peer_mem/nv_peer_mem-doctor"
+"$here/add-python.sh" "$root" "$here/../../scripts/nv_peer_mem-doctor"
 
 moddir=$root/lib/modules/$kver
 for spec in "$@"; do
