@@ -125,4 +125,13 @@ dma_check() {
 # use-after-free windows, see the fake's INTERFACE) this scenario may produce; parse-log.py checks.
 expect_hazards() { echo "hazards expected: $1"; }
 
+# refused COMMAND...: the command (a shell function too) fails; its output is dropped.
+refused() { ! "$@" >/dev/null 2>&1; }
+
+# as_nobody COMMAND...: run COMMAND as user and group 65534, with no supplementary groups and
+# no capabilities (busybox's setpriv cannot change ids; the VM has python3 for the doctor).
+as_nobody() {
+	/usr/bin/python3 -c 'import os, sys; os.setgroups([]); os.setgid(65534); os.setuid(65534); os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+
 finish() { exit $FAILED; }
