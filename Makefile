@@ -24,6 +24,7 @@ EXTRA_KMAKE ?=
 # Where a hand install puts the service (the packages use their distribution's places).
 SYSTEMD_UNIT_DIR ?= /lib/systemd/system
 LIBEXEC_DIR ?= /usr/libexec/nv_peer_mem
+SBIN_DIR ?= /usr/sbin
 INITD_DIR ?= /etc/init.d
 # Where DKMS looks for the module source (make install-dkms-source).
 DKMS_SRC_DIR ?= /usr/src/nv_peer_mem-$(shell sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' dkms.conf)
@@ -50,10 +51,14 @@ install: modules install-service
 	install -D -m 644 nv_peer_mem.ko $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko
 	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
 
-# The service alone: init script, systemd unit, their helper and the boot config file (the
-# packages use this too, with their distribution's directories).
+# The service alone: init script, systemd unit, their helper, the doctor, the nv_peer_mem
+# command (start|stop|status|doctor ...) and the boot config file (the packages use this too,
+# with their distribution's directories).
 install-service:
 	install -D -m 755 $(SERVICE_SRC)/nv_peer_mem-service $(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-service
+	install -D -m 755 scripts/nv_peer_mem-doctor $(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-doctor
+	install -d $(DESTDIR)$(SBIN_DIR)
+	ln -sfr $(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-service $(DESTDIR)$(SBIN_DIR)/nv_peer_mem
 	install -D -m 755 $(SERVICE_SRC)/nv_peer_mem.init $(DESTDIR)$(INITD_DIR)/nv_peer_mem
 	install -D -m 644 $(SERVICE_SRC)/nv_peer_mem.service $(DESTDIR)$(SYSTEMD_UNIT_DIR)/nv_peer_mem.service
 	@# An existing config file is the admin's: keep it.
@@ -69,7 +74,8 @@ install-dkms-source:
 
 uninstall:
 	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko \
-		$(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-service $(DESTDIR)$(INITD_DIR)/nv_peer_mem \
+		$(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-service $(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-doctor \
+		$(DESTDIR)$(SBIN_DIR)/nv_peer_mem $(DESTDIR)$(INITD_DIR)/nv_peer_mem \
 		$(DESTDIR)$(SYSTEMD_UNIT_DIR)/nv_peer_mem.service
 	-rmdir $(DESTDIR)$(LIBEXEC_DIR) 2>/dev/null
 	@# The config file goes only if the admin never changed it.

@@ -28,7 +28,9 @@ check "register" ctl_ib "reg 1 edu0 $GPU_VA 0x20000"
 dma_check 1 0x10000 "$GPU_VA + 0x10000"
 run status
 check "status counts the registration" contains "$out" '1 live registration$'
-check "  and why ib_core's per-client counters are missing (24.x on 6.6+)" contains "$out" 'no per-client counters: ib_core has no /sys/kernel/mm/memory_peers'
+check "  per client, from the module's own counters" contains "$out" '^  client nv_mem: 1 live registration, 131072 bytes of GPU memory pinned; 1 registered, 0 deregistered, 0 invalidations, 0 errors so far$'
+check "  nv_mem_nc too" contains "$out" '^  client nv_mem_nc: 0 live registrations, 0 bytes'
+check "  and what a missing memory_peers means (24.x on 6.6+)" contains "$out" "ib_core has no /sys/kernel/mm/memory_peers .*NCCL will not detect GPUDirect RDMA.*nv_peer_mem doctor"
 run stop
 check "stop with a live registration fails" test $rc = 1
 check "  in one line" one_line "$out"
@@ -51,6 +53,10 @@ run force-reload
 check "force-reload: loaded" sh -c "test $rc = 0 && test -d /sys/module/nv_peer_mem"
 run stop
 check "stop" test $rc = 0
+run doctor
+check "doctor through the service: runs, exit 0 or 1" sh -c "test $rc -le 1"
+check "  one finding per line" contains "$out" '^\(OK\|INFO\|WARN\|FAIL\) nvidia.loaded: '
+check "nv_peer_mem is also a command (/usr/sbin/nv_peer_mem)" sh -c '/usr/sbin/nv_peer_mem status; test $? = 3'
 run bogus
 check "unknown action: exit 2" test $rc = 2
 check "  with usage" contains "$out" usage
