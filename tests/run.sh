@@ -71,14 +71,23 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 		else
 			mapfile -t scenarios < <(cd "$top/tests/scenarios" && for f in *.sh; do echo "${f%.sh}"; done)
 		fi
+		# The doctor boots the machine with a PCIe switch (run-vm.sh), the others the flat one.
+		flat=() switched=()
+		for sc in "${scenarios[@]}"; do
+			case $sc in *-doctor) switched+=("$sc") ;; *) flat+=("$sc") ;; esac
+		done
 		for world in $(matrix_for "$KLINE"); do
 			# NVPM_VM_REPEAT boots each world that many times (make racetest).
 			for ((rep = 1; rep <= ${NVPM_VM_REPEAT:-1}; rep++)); do
 				tag=$world
 				[ "${NVPM_VM_REPEAT:-1}" = 1 ] || tag=$world:run$rep
-				NVPM_VM_APPEND="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}" \
+				[ ${#flat[@]} = 0 ] || NVPM_VM_APPEND="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}" \
 					collect "$krel:$tag:" "$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" \
-					"$work/vm-${world/:/-}" "${scenarios[@]}"
+					"$work/vm-${world/:/-}" "${flat[@]}"
+				[ ${#switched[@]} = 0 ] || NVPM_VM_TOPOLOGY=switch \
+					NVPM_VM_APPEND="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}" \
+					collect "$krel:$tag:switch:" "$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" \
+					"$work/vm-${world/:/-}-switch" "${switched[@]}"
 			done
 		done
 	fi

@@ -13,10 +13,14 @@ for off in 0 0x1000 0x10000 0xff000 0x100000 0x1f0000 0x1ff000; do
 done
 check "memory_peers counts the registration" test "$(peer_counter nv_mem num_alloc_mrs)" = 1
 check "memory_peers counts 2 MiB" test "$(peer_counter nv_mem num_reg_bytes)" = $((0x200000))
+check "nv_peer_mem counts it: 1 live, 2 MiB pinned, 1 registered" \
+	test "$(nvpm_stat nv_mem live_registrations):$(nvpm_stat nv_mem pinned_bytes):$(nvpm_stat nv_mem registrations)" = "1:$((0x200000)):1"
 check "deregister" ctl_ib "dereg 1"
 expect_nv_clean "after deregistration"
 check "module reference dropped" test "$(cat /sys/module/nv_peer_mem/refcnt)" = 0
 check "memory_peers counts the deregistration" test "$(peer_counter nv_mem num_dealloc_mrs)" = 1
+check "nv_peer_mem counts the deregistration, nothing live" \
+	test "$(nvpm_stat nv_mem deregistrations):$(nvpm_stat nv_mem live_registrations):$(nvpm_stat nv_mem pinned_bytes)" = 1:0:0
 check "free the buffer: no callback for a released registration" ctl_nv "free $GPU_VA"
 check "no free callback ran" test "$(nv_stat callbacks)" = 0
 check "unload" unload_world

@@ -12,6 +12,7 @@ check "another process's GPU memory not claimed (EFAULT)" \
 check "cudaFree" ctl_nv "free $GPU_VA"
 check "no log noise from nv_peer_mem" sh -c '! dmesg | grep -q nv_peer_mem'
 check "no context kept (refcount 0)" test "$(cat /sys/module/nv_peer_mem/refcnt)" = 0
+check "nv_mem counts 3 ranges not its own" test "$(nvpm_stat nv_mem err_not_mine)" = 3
 expect_nv_clean
 check "unload" unload_world
 finish

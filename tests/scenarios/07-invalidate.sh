@@ -11,6 +11,8 @@ check "cudaFree with the registration live" ctl_nv "free $GPU_VA"
 check "free callback ran" test "$(nv_stat callbacks)" = 1
 check "ib_core got the invalidation" test "$(ib_stat invalidations)" = 1
 check "ib_core counts the free callback" test "$(peer_counter nv_mem num_free_callbacks)" = 1
+check "nv_peer_mem counts 1 invalidation, nothing live" \
+	test "$(nvpm_stat nv_mem invalidations):$(nvpm_stat nv_mem live_registrations)" = 1:0
 if core_is_49; then
 	check "ib_core (4.9) unmapped inside the invalidation" test "$(ib_stat unmaps_in_invalidate)" = 1
 else

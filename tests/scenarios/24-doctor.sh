@@ -1,5 +1,5 @@
 # shellcheck shell=sh
-# nv_peer_mem doctor on the emulated machine (tests/README.md): gpu0 and edu0 share a PCIe
+# nv_peer_mem doctor on the emulated machine (tests/README.md): gpu1 and edu1 share a PCIe
 # switch (PIX), the other pairs meet at the root complex (PHB); the IOMMU translates; the
 # memory_peers files NCCL looks for exist only where this world's core creates them.
 D=/usr/libexec/nv_peer_mem/nv_peer_mem-doctor
@@ -24,9 +24,9 @@ check "sees both NICs" has "^OK rdma.devices: .*edu0 ($edu0).*edu1 ($edu1)"
 check "PeerDirect API found in ib_core" has '^OK ib_core.peerdirect: PeerDirect API present'
 check "nv_peer_mem found for this kernel" has "^OK nv_peer_mem.installed: .*$(uname -r)"
 check "loaded, with its version" has '^OK nv_peer_mem.loaded: loaded, version 1.4.0'
-check "gpu0 - edu0: PIX (one PCIe switch)" has "^OK topology: GPU $gpu0 .* NIC edu0 ($edu0): PIX"
-check "gpu1 - edu1: PHB (root complex)" has "^WARN topology: GPU $gpu1 .* NIC edu1 ($edu1): PHB"
-check "gpu0 - edu1: PHB" has "^WARN topology: GPU $gpu0 .* NIC edu1 ($edu1): PHB"
+check "gpu1 - edu1: PIX (one PCIe switch)" has "^OK topology: GPU $gpu1 .* NIC edu1 ($edu1): PIX"
+check "gpu0 - edu0: PHB (root complex)" has "^WARN topology: GPU $gpu0 .* NIC edu0 ($edu0): PHB"
+check "gpu1 - edu0: PHB" has "^WARN topology: GPU $gpu1 .* NIC edu0 ($edu0): PHB"
 check "IOMMU translating (intel_iommu=on, strict)" has '^WARN iommu.mode: .*translated'
 check "16 MiB BAR: small" has "^WARN gpu.bar1: GPU $gpu0: .*16 MiB: registrations are capped by it"
 check "UCX finds /sys/module/nv_peer_mem/version" has '^OK ucx.detect: .*/sys/module/nv_peer_mem/version'

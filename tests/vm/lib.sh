@@ -96,8 +96,25 @@ hex() { printf '0x%x' $(($1)); }
 expect_nv_clean() {
 	p=$(nv_stat pins) m=$(nv_stat mappings) d=$(nv_stat dead_tables) q=$(nv_stat persistent_pins)
 	r=$(nv_stat reentry_refused)
+	[ "$p$q" != 00 ] || expect_stats_clean "$1"
 	if [ "$p$m$d$q$r" = 00000 ]; then ok "no pins, mappings or tables left in nvidia${1:+ ($1)}"
 	else not_ok "left in nvidia${1:+ ($1)}: pins=$p persistent=$q mappings=$m dead_tables=$d reentry_refused=$r"; fi
+}
+
+# nvpm_stat CLIENT NAME: one of nv_peer_mem's counters (/sys/module/nv_peer_mem/stats/).
+nvpm_stat() { cat "/sys/module/nv_peer_mem/stats/$1/$2"; }
+
+# expect_stats_clean [WHAT]: when nothing is pinned in nvidia, nv_peer_mem's own gauges agree:
+# no live registration and no pinned byte in any client (stats.rs).
+expect_stats_clean() {
+	[ -d /sys/module/nv_peer_mem/stats ] || return 0
+	left=
+	for dir in /sys/module/nv_peer_mem/stats/*/; do
+		l=$(cat "${dir}live_registrations") b=$(cat "${dir}pinned_bytes")
+		[ "$l$b" = 00 ] || left="$left $(basename "$dir"): live_registrations=$l pinned_bytes=$b"
+	done
+	if [ -z "$left" ]; then ok "nv_peer_mem's counters show nothing pinned${1:+ ($1)}"
+	else not_ok "nv_peer_mem's counters${1:+ ($1)}:$left"; fi
 }
 
 # expected_sha VA: the SHA-256 the host computed for the 4 KiB chunk of GPU memory at VA.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Boot the test kernel in QEMU (TCG, q35 + intel-iommu, two ivshmem "GPUs", two edu "NICs",
-# one pair behind a PCIe switch)
+# optionally one pair behind a PCIe switch)
 # with an initramfs, run the named scenarios, and report each one as PASS or FAIL.
 # usage: run-vm.sh KBUILD INITRAMFS WORKDIR SCENARIO...
 # NVPM_VM_APPEND adds kernel command line words (nvpm.rc=1: boot-time service start;
@@ -19,24 +19,38 @@ for g in 0 1; do
 	cp "$(dirname "$initrd")/bars/gpu$g.img" "$work/gpu$g.img"
 done
 
-# PCIe placement as on a GPU server: gpu0 and edu0 (NIC) behind one PCIe switch (x3130) under
-# root port rp0 (nvidia-smi topo: PIX); gpu1 and edu1 on root ports of their own (PHB). The
-# buses are numbered in this order, so the drivers probe gpu0 before gpu1 and edu0 before edu1.
+# Where the devices sit. flat (default): every GPU and NIC on the root complex, the machine the
+# registration and race scenarios were validated on. switch (NVPM_VM_TOPOLOGY=switch, used for
+# the doctor): gpu1 and edu1 (NIC) behind one PCIe switch (x3130) under root port rp0
+# (nvidia-smi topo: PIX), gpu0 and edu0 on the root complex (PHB with every other device). The
+# fakes name devices in probe order, bus 0 first, and gpuN must be backed by gpuN.img.
 # shellcheck disable=SC2054 # commas inside QEMU options
-topology=(
-	-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=0,addr=0x4
-	-device x3130-upstream,id=sw0,bus=rp0
-	-device xio3130-downstream,id=sw0p0,bus=sw0,chassis=2,slot=0
-	-device xio3130-downstream,id=sw0p1,bus=sw0,chassis=3,slot=0
-	-device pcie-root-port,id=rp1,bus=pcie.0,chassis=4,slot=0,addr=0x5
-	-device pcie-root-port,id=rp2,bus=pcie.0,chassis=5,slot=0,addr=0x6
-	-object memory-backend-file,id=gpu0,size=16M,share=on,mem-path="$work/gpu0.img"
-	-device ivshmem-plain,memdev=gpu0,bus=sw0p0
-	-object memory-backend-file,id=gpu1,size=16M,share=on,mem-path="$work/gpu1.img"
-	-device ivshmem-plain,memdev=gpu1,bus=rp1
-	-device edu,dma_mask=0xffffffffffffffff,bus=sw0p1
-	-device edu,dma_mask=0xffffffffffffffff,bus=rp2
-)
+case ${NVPM_VM_TOPOLOGY:-flat} in
+switch)
+	topology=(
+		-object memory-backend-file,id=gpu0,size=16M,share=on,mem-path="$work/gpu0.img"
+		-device ivshmem-plain,memdev=gpu0,bus=pcie.0,addr=0x10
+		-device edu,dma_mask=0xffffffffffffffff,bus=pcie.0,addr=0x11
+		-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=0,addr=0x4
+		-device x3130-upstream,id=sw0,bus=rp0
+		-device xio3130-downstream,id=sw0p0,bus=sw0,chassis=2,slot=0
+		-device xio3130-downstream,id=sw0p1,bus=sw0,chassis=3,slot=0
+		-object memory-backend-file,id=gpu1,size=16M,share=on,mem-path="$work/gpu1.img"
+		-device ivshmem-plain,memdev=gpu1,bus=sw0p0
+		-device edu,dma_mask=0xffffffffffffffff,bus=sw0p1
+	)
+	;;
+*)
+	topology=(
+		-object memory-backend-file,id=gpu0,size=16M,share=on,mem-path="$work/gpu0.img"
+		-device ivshmem-plain,memdev=gpu0
+		-object memory-backend-file,id=gpu1,size=16M,share=on,mem-path="$work/gpu1.img"
+		-device ivshmem-plain,memdev=gpu1
+		-device edu,dma_mask=0xffffffffffffffff
+		-device edu,dma_mask=0xffffffffffffffff
+	)
+	;;
+esac
 timeout_s=${NVPM_VM_TIMEOUT:-$((300 + 90 * ${#scenarios[@]}))}
 list=$(IFS=,; echo "${scenarios[*]}")
 start=$SECONDS
