@@ -195,15 +195,7 @@ impl Context {
         }
         let (table, mut phase) = match self.pin() {
             Ok(Pinned::Live(table, phase)) => (table, phase),
-            Ok(Pinned::Revoked) => {
-                pr_err!(
-                    "GPU memory at {:#x} (+{:#x}) was freed during registration\n",
-                    self.va,
-                    self.len
-                );
-                count(self.kind, Counter::ErrFreedDuringRegistration);
-                return Err(EFAULT);
-            }
+            Ok(Pinned::Revoked) => return Err(self.freed_during_registration()),
             Err(e) => {
                 count_nvidia_error(self.kind, e);
                 let hint = if e == ENOMEM {
@@ -241,6 +233,17 @@ impl Context {
             _held: Some(Held::new(self.kind, self.len)),
         });
         Ok(())
+    }
+
+    /// Logs and counts a registration whose GPU memory was freed under it; the error for ib_core.
+    fn freed_during_registration(&self) -> Error {
+        pr_err!(
+            "GPU memory at {:#x} (+{:#x}) was freed during registration\n",
+            self.va,
+            self.len
+        );
+        count(self.kind, Counter::ErrFreedDuringRegistration);
+        EFAULT
     }
 
     /// Maps the pinned pages for `peer` and gives ib_core's `core_sgt` the sg list (ib_core's
@@ -286,13 +289,7 @@ impl Context {
                 dma.free_revoked();
             }
             pin.table.free_revoked();
-            pr_err!(
-                "GPU memory at {:#x} (+{:#x}) was freed during registration\n",
-                self.va,
-                self.len
-            );
-            count(self.kind, Counter::ErrFreedDuringRegistration);
-            return Err(EFAULT);
+            return Err(self.freed_during_registration());
         }
         let made = mapped.and_then(|dma| {
             let addrs = dma.validate(&pin.table).map(|()| dma.dma_addresses());
