@@ -94,6 +94,11 @@ int fake_v4_reg(struct fake_mr *mr)
 	mr->client = c;
 	ops = c->ops;
 
+	/* peer_umem_get(): kzalloc of the umem, may fail (ENOMEM). */
+	ret = fake_inject(FAKE_INJ_AFTER_ACQUIRE);
+	if (ret)
+		goto end;
+
 	/* MRs (IB_PEER_MEM_INVAL_SUPP) get a ticket whatever the client; CQs none. */
 	mr->core_context = 0;
 	if (!mr->cq) {
@@ -134,6 +139,8 @@ int fake_v4_reg(struct fake_mr *mr)
 	atomic64_inc(&c->stats.num_alloc_mrs);
 
 	check = fake_sg_check(mr, mr->nmap);
+	if (!check)
+		mr->nic_page_size = fake_sg_best_pgsz(mr);
 	inj = fake_inject(FAKE_INJ_AFTER_DMA_MAP);
 	if (inj || check) {
 		/* mlx5_ib_reg_user_mr() "error:" label: ib_umem_release(). */

@@ -123,6 +123,11 @@ int fake_v5_reg(struct fake_mr *mr)
 	mr->xa_id = FAKE_NO_INVALIDATION_ID;
 
 	fake_xlock_lock_timed(&mr->map_lock, 0);
+	/* ib_peer_umem_get(): kzalloc of the peer umem, may fail (ENOMEM). */
+	fake_v5_doing(mr, "registering: between acquire and get_pages (injected)");
+	ret = fake_inject(FAKE_INJ_AFTER_ACQUIRE);
+	if (ret)
+		goto err_umem;
 	if (c->invalidating) {
 		ret = xa_alloc_cyclic(&c->ctx_xa, &mr->xa_id, mr,
 				      XA_LIMIT(0, FAKE_NO_INVALIDATION_ID - 1),
@@ -169,6 +174,8 @@ int fake_v5_reg(struct fake_mr *mr)
 
 	mr->state = FAKE_MAPPED;
 	mr->nmap = mr->sgt.nents;
+	if (!check)
+		mr->nic_page_size = fake_sg_best_pgsz(mr);
 	atomic64_add(mr->sgt.nents, &c->stats.num_reg_pages);
 	atomic64_add(mr->len, &c->stats.num_reg_bytes);
 	atomic64_inc(&c->stats.num_alloc_mrs);

@@ -109,6 +109,64 @@ static int fake_cmd_rw(int argc, char **argv, bool write)
 	return write ? fake_mr_write(id, off, len) : fake_mr_read(id, off, len);
 }
 
+/* bench <tag> <dev> <addr> <len> <iterations> | bench clear */
+static int fake_cmd_bench(int argc, char **argv)
+{
+	unsigned long iters;
+	u64 addr, len;
+	int ret;
+
+	if (argc == 2 && !strcmp(argv[1], "clear")) {
+		fake_bench_clear();
+		return 0;
+	}
+	if (argc != 6) {
+		pr_err("ctl: usage: bench <tag> <dev> <addr> <len> <iterations> | bench clear\n");
+		return -EINVAL;
+	}
+	ret = fake_parse_u64("addr", argv[3], &addr);
+	if (!ret)
+		ret = fake_parse_u64("len", argv[4], &len);
+	if (!ret)
+		ret = fake_parse_ul("iterations", argv[5], &iters);
+	if (ret)
+		return ret;
+	if (!iters || !len) {
+		pr_err("ctl: bench: zero length or iterations\n");
+		return -EINVAL;
+	}
+	return fake_bench(argv[1], argv[2], addr, len, iters);
+}
+
+/* reg-many <first id> <count> <dev> <addr> <len>: count registrations of one range. */
+static int fake_cmd_reg_many(int argc, char **argv)
+{
+	unsigned long first, count, i;
+	u64 addr, len;
+	int ret;
+
+	if (argc != 6) {
+		pr_err("ctl: usage: reg-many <first id> <count> <dev> <addr> <len>\n");
+		return -EINVAL;
+	}
+	ret = fake_parse_ul("id", argv[1], &first);
+	if (!ret)
+		ret = fake_parse_ul("count", argv[2], &count);
+	if (!ret)
+		ret = fake_parse_u64("addr", argv[4], &addr);
+	if (!ret)
+		ret = fake_parse_u64("len", argv[5], &len);
+	if (ret)
+		return ret;
+	for (i = 0; i < count; i++) {
+		ret = fake_mr_reg(first + i, argv[3], addr, len, false, false);
+		if (ret)
+			return ret;
+		cond_resched();
+	}
+	return 0;
+}
+
 static int fake_ctl_exec(int argc, char **argv)
 {
 	unsigned long id;
@@ -147,6 +205,26 @@ static int fake_ctl_exec(int argc, char **argv)
 			}
 		}
 		return fake_inject_set(argv[1], argv[2], count);
+	}
+	if (!strcmp(argv[0], "bench"))
+		return fake_cmd_bench(argc, argv);
+	if (!strcmp(argv[0], "reg-many"))
+		return fake_cmd_reg_many(argc, argv);
+	if (!strcmp(argv[0], "dereg-many")) {
+		unsigned long first, count, i;
+
+		if (argc != 3 || fake_parse_ul("id", argv[1], &first) ||
+		    fake_parse_ul("count", argv[2], &count)) {
+			pr_err("ctl: usage: dereg-many <first id> <count>\n");
+			return -EINVAL;
+		}
+		for (i = 0; i < count; i++) {
+			ret = fake_mr_dereg(first + i, false);
+			if (ret)
+				return ret;
+			cond_resched();
+		}
+		return 0;
 	}
 	if (!strcmp(argv[0], "read"))
 		return fake_cmd_rw(argc, argv, false);
@@ -278,6 +356,13 @@ static int fake_stats_f_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(fake_stats_f);
 
+static int fake_bench_f_show(struct seq_file *m, void *unused)
+{
+	fake_bench_show(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(fake_bench_f);
+
 int fake_debugfs_init(void)
 {
 	fake_dir = debugfs_create_dir("fake_ib_core", NULL);
@@ -291,6 +376,7 @@ int fake_debugfs_init(void)
 	debugfs_create_file("clients", 0444, fake_dir, NULL, &fake_clients_f_fops);
 	debugfs_create_file("dma_buf", 0644, fake_dir, NULL, &fake_dma_buf_fops);
 	debugfs_create_file("stats", 0444, fake_dir, NULL, &fake_stats_f_fops);
+	debugfs_create_file("bench", 0444, fake_dir, NULL, &fake_bench_f_fops);
 	return 0;
 }
 

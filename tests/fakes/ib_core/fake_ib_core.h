@@ -89,6 +89,7 @@ void fake_xlock_lock_reporting(struct fake_xlock *l, const char *waiter);
 
 /* ---- fault/stall injection (inject.c) ---- */
 enum fake_inject_point {
+	FAKE_INJ_AFTER_ACQUIRE,
 	FAKE_INJ_AFTER_GET_PAGES,
 	FAKE_INJ_AFTER_DMA_MAP,
 	FAKE_INJ_TEARDOWN_UNLOCKED,
@@ -207,6 +208,8 @@ struct fake_mr {
 	struct sg_table sgt;
 	int nmap;                    /* 4.9 umem->nmap; 5.x: copy for "regs" */
 	unsigned long page_size;
+	unsigned long nic_page_size; /* ib_umem_find_best_pgsz() for mlx5 MRs */
+	u64 sg_bytes;                /* what the client's entries cover, untrimmed */
 	unsigned int page_shift;     /* 4.9 umem->page_shift */
 
 	/* ---- 5.x (24.07 struct ib_umem_peer) ---- */
@@ -260,6 +263,14 @@ int fake_sg_check(struct fake_mr *mr, int nents);
 void fake_sg_fix(struct fake_mr *mr);        /* 24.07 fix_peer_sgls() */
 void fake_sg_restore(struct fake_mr *mr);    /* restore part of ib_unmap_peer_client() */
 /* NIC view from the live sg list; caller frees *segs. */
+unsigned long fake_sg_best_pgsz(struct fake_mr *mr);
+
+/* bench.c (fake-only, make bench) */
+int fake_bench(const char *tag, const char *devname, u64 addr, u64 len,
+	       unsigned long iters);
+void fake_bench_clear(void);
+void fake_bench_show(struct seq_file *m);
+void fake_bench_exit(void);
 int fake_sg_segs(struct fake_mr *mr, struct fake_seg **segs, u64 *base);
 
 /* core_v5.c */

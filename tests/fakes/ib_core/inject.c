@@ -11,6 +11,7 @@
 #include <linux/string.h>
 
 static const char *const fake_inject_names[FAKE_INJ_COUNT] = {
+	[FAKE_INJ_AFTER_ACQUIRE] = "after_acquire",
 	[FAKE_INJ_AFTER_GET_PAGES] = "after_get_pages",
 	[FAKE_INJ_AFTER_DMA_MAP] = "after_dma_map",
 	[FAKE_INJ_TEARDOWN_UNLOCKED] = "teardown_unlocked",
@@ -72,7 +73,8 @@ int fake_inject_set(const char *point, const char *what, unsigned int count)
 			pr_err("inject: '%s' is neither sleep:<ms> nor a negative errno\n", what);
 			return -EINVAL;
 		}
-		if (p != FAKE_INJ_AFTER_GET_PAGES && p != FAKE_INJ_AFTER_DMA_MAP) {
+		if (p != FAKE_INJ_AFTER_ACQUIRE && p != FAKE_INJ_AFTER_GET_PAGES &&
+		    p != FAKE_INJ_AFTER_DMA_MAP) {
 			pr_err("inject: %s takes only sleep:<ms> (teardown cannot fail)\n", point);
 			return -EINVAL;
 		}

@@ -277,10 +277,11 @@ void fake_regs_show(struct seq_file *m)
 
 	xa_lock(&fake_mrs);
 	xa_for_each(&fake_mrs, idx, mr) {
-		seq_printf(m, "id=%lu dev=%s addr=0x%llx len=0x%llx client=%s core_context=%llu page_size=0x%lx nents=%d invalidated=%d\n",
+		seq_printf(m, "id=%lu dev=%s addr=0x%llx len=0x%llx client=%s core_context=%llu page_size=0x%lx nents=%d sg_bytes=0x%llx nic_page_size=0x%lx invalidated=%d\n",
 			   mr->id, mr->nic ? fake_nic_name(mr->nic) : "none",
 			   mr->addr, mr->len, mr->client->name, mr->core_context,
-			   mr->page_size, mr->nmap, READ_ONCE(mr->invalidated) ? 1 : 0);
+			   mr->page_size, mr->nmap, mr->sg_bytes, mr->nic_page_size,
+			   READ_ONCE(mr->invalidated) ? 1 : 0);
 	}
 	xa_unlock(&fake_mrs);
 }

@@ -180,6 +180,7 @@ int fake_sg_check(struct fake_mr *mr, int nents)
 			goto out;
 		}
 	}
+	mr->sg_bytes = total;
 	ret = 0;
 out:
 	kfree(bars);
@@ -234,6 +235,44 @@ void fake_sg_restore(struct fake_mr *mr)
 		mr->first_sg->length = mr->first_length;
 		sg_dma_len(mr->first_sg) = mr->first_dma_length;
 	}
+}
+
+/*
+ * The page size mlx5 would build its translation table with: upstream
+ * ib_umem_find_best_pgsz() (drivers/infiniband/core/umem.c) over the list
+ * the NIC sees, with mlx5's MR page sizes (4 KiB and every larger power of
+ * two).  Every entry boundary whose DMA address and virtual address differ
+ * in low bits caps it, so one entry per 64 KiB page means 64 KiB at most.
+ */
+unsigned long fake_sg_best_pgsz(struct fake_mr *mr)
+{
+	unsigned long bitmap = GENMASK(BITS_PER_LONG - 2, PAGE_SHIFT);
+	int n = fake_v4() ? mr->nmap : (int)mr->sgt.nents;
+	u64 virt = mr->addr, va, len = mr->len, mask;
+	u64 pgoff = mr->addr & ~PAGE_MASK;
+	struct scatterlist *sg;
+	int i;
+
+	if (fake_v4()) {
+		/* 4.9's umem starts at the peer page, untrimmed. */
+		virt = ALIGN_DOWN(mr->addr, mr->page_size);
+		len = ALIGN(mr->addr + mr->len, mr->page_size) - virt;
+		pgoff = 0;
+	}
+	if (!mr->sgt.sgl || n <= 0 || !len)
+		return 0;
+	va = virt;
+	mask = bitmap & GENMASK_ULL(63, fls64((len - 1 + virt) ^ virt));
+	for_each_sg(mr->sgt.sgl, sg, n, i) {
+		mask |= (sg_dma_address(sg) + pgoff) ^ va;
+		va += sg_dma_len(sg) - pgoff;
+		if (i != n - 1)
+			mask |= va;
+		pgoff = 0;
+	}
+	if (mask)
+		bitmap &= GENMASK(__ffs64(mask), 0);
+	return bitmap ? rounddown_pow_of_two(bitmap) : 0;
 }
 
 /*

@@ -6,6 +6,7 @@
 #define pr_fmt(fmt) "fake_nvidia: " fmt
 
 #include <linux/sched.h>
+#include <linux/ktime.h>
 #include <linux/slab.h>
 
 #include "fake_nvidia.h"
@@ -180,13 +181,15 @@ int fnv_buffer_free(u64 va)
 	while ((t = fnv_table_begin_invalidate(buf))) {
 		void (*callback)(void *data) = t->free_callback;
 		void *data = t->data;
-		u64 id = t->id, tva = t->va, tlen = t->len;
+		u64 id = t->id, tva = t->va, tlen = t->len, t0;
 
 		mutex_unlock(&fnv_lock);
 		fnv_api_doing("free va=0x%llx: in the free callback of the pin va=0x%llx len=0x%llx",
 			      va, tva, tlen);
 		fnv_inject_take(FNV_OP_CALLBACK, &fault);
+		t0 = ktime_get_ns();
 		callback(data);
+		fnv_callback_timed(ktime_get_ns() - t0);
 		fnv_api_doing("free va=0x%llx: freeing the page table of va=0x%llx",
 			      va, tva);
 		mutex_lock(&fnv_lock);

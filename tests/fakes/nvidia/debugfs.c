@@ -105,6 +105,8 @@ static ssize_t fnv_ctl_write(struct file *file, const char __user *ubuf,
 		ret = fnv_ctl_free(argc, argv);
 	} else if (!strcmp(argv[0], "inject")) {
 		ret = fnv_inject_command(argc, argv);
+	} else if (!strcmp(argv[0], "floor")) {
+		ret = fnv_floor_command(argc, argv);
 	} else {
 		pr_err("ctl: unknown command '%s'\n", argv[0]);
 		ret = -EINVAL;
@@ -167,6 +169,13 @@ static int fnv_gpus_show(struct seq_file *s, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(fnv_gpus);
 
+static int fnv_floor_f_show(struct seq_file *s, void *unused)
+{
+	fnv_floor_show(s);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(fnv_floor_f);
+
 static int fnv_stats_show(struct seq_file *s, void *unused)
 {
 	unsigned long free_pages = 0;
@@ -191,6 +200,7 @@ static int fnv_stats_show(struct seq_file *s, void *unused)
 	seq_printf(s, "hazards %lu\n", st.hazards);
 	seq_printf(s, "reentry_refused %lu\n", st.reentry_refused);
 	seq_printf(s, "flavour %s\n", FNV_FLAVOUR_NAME);
+	fnv_call_stats_show(s);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(fnv_stats);
@@ -205,6 +215,8 @@ void fnv_debugfs_init(void)
 			    &fnv_pages_fops);
 	debugfs_create_file("gpus", 0444, fnv_debugfs_dir, NULL,
 			    &fnv_gpus_fops);
+	debugfs_create_file("floor", 0444, fnv_debugfs_dir, NULL,
+			    &fnv_floor_f_fops);
 	debugfs_create_file("stats", 0444, fnv_debugfs_dir, NULL,
 			    &fnv_stats_fops);
 }

@@ -116,14 +116,14 @@ static int fnv_dma_check_table(struct nvidia_p2p_page_table *pt, u64 since,
 	return 0;
 }
 
-int nvidia_p2p_dma_map_pages(struct pci_dev *peer,
+static int fnv_dma_map_pages_call(struct pci_dev *peer,
 			     struct nvidia_p2p_page_table *page_table,
 			     struct nvidia_p2p_dma_mapping **dma_mapping)
 {
 	u64 since = fnv_seq_now();
 	struct fnv_fault_req fault;
 	struct fnv_table *t;
-	u64 va;
+	u64 va, pages;
 	int ret;
 
 	might_sleep();
@@ -155,13 +155,26 @@ int nvidia_p2p_dma_map_pages(struct pci_dev *peer,
 	ret = fnv_dma_check_table(page_table, since, true, &t);
 	if (!ret)
 		ret = fnv_dma_map_locked(peer, t, &fault, dma_mapping);
+	pages = ret ? 0 : t->npages;
 	mutex_unlock(&fnv_lock);
+	fnv_cost_charge(FNV_CALL_MAP, pages);
 	fnv_api_unlock();
+	return ret;
+}
+
+int nvidia_p2p_dma_map_pages(struct pci_dev *peer,
+			     struct nvidia_p2p_page_table *page_table,
+			     struct nvidia_p2p_dma_mapping **dma_mapping)
+{
+	u64 t0 = fnv_call_begin();
+	int ret = fnv_dma_map_pages_call(peer, page_table, dma_mapping);
+
+	fnv_call_end(FNV_CALL_MAP, t0);
 	return ret;
 }
 EXPORT_SYMBOL(nvidia_p2p_dma_map_pages);
 
-int nvidia_p2p_dma_unmap_pages(struct pci_dev *peer,
+static int fnv_dma_unmap_pages_call(struct pci_dev *peer,
 			       struct nvidia_p2p_page_table *page_table,
 			       struct nvidia_p2p_dma_mapping *dma_mapping)
 {
@@ -169,6 +182,7 @@ int nvidia_p2p_dma_unmap_pages(struct pci_dev *peer,
 	struct fnv_fault_req fault;
 	struct fnv_mapping *fm;
 	struct fnv_table *t;
+	u64 pages = 0;
 	int ret;
 
 	might_sleep();
@@ -197,14 +211,27 @@ int nvidia_p2p_dma_unmap_pages(struct pci_dev *peer,
 		fnv_violation("dma_unmap_pages: mapping of va=0x%llx was made for %s, not %s (the real driver WARNs)\n",
 			      t->va, pci_name(fm->peer), pci_name(peer));
 	/* r470 after the callback: the mapping is dead, only the object goes. */
+	pages = fm->npages;
 	fnv_mapping_destroy(fm);
 unlock:
 	mutex_unlock(&fnv_lock);
+	fnv_cost_charge(FNV_CALL_UNMAP, pages);
+	return ret;
+}
+
+int nvidia_p2p_dma_unmap_pages(struct pci_dev *peer,
+			       struct nvidia_p2p_page_table *page_table,
+			       struct nvidia_p2p_dma_mapping *dma_mapping)
+{
+	u64 t0 = fnv_call_begin();
+	int ret = fnv_dma_unmap_pages_call(peer, page_table, dma_mapping);
+
+	fnv_call_end(FNV_CALL_UNMAP, t0);
 	return ret;
 }
 EXPORT_SYMBOL(nvidia_p2p_dma_unmap_pages);
 
-int nvidia_p2p_free_dma_mapping(struct nvidia_p2p_dma_mapping *dma_mapping)
+static int fnv_free_dma_mapping_call(struct nvidia_p2p_dma_mapping *dma_mapping)
 {
 #if FNV_DRIVER_FREES
 	/* nv-p2p.c 515+: a no-op; must not touch the (maybe freed) mapping. */
@@ -230,5 +257,14 @@ int nvidia_p2p_free_dma_mapping(struct nvidia_p2p_dma_mapping *dma_mapping)
 	mutex_unlock(&fnv_lock);
 	return ret;
 #endif
+}
+
+int nvidia_p2p_free_dma_mapping(struct nvidia_p2p_dma_mapping *dma_mapping)
+{
+	u64 t0 = fnv_call_begin();
+	int ret = fnv_free_dma_mapping_call(dma_mapping);
+
+	fnv_call_end(FNV_CALL_FREE, t0);
+	return ret;
 }
 EXPORT_SYMBOL(nvidia_p2p_free_dma_mapping);

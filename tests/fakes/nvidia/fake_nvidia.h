@@ -163,6 +163,27 @@ struct fnv_stats {
 	unsigned long reentry_refused;
 };
 
+/* cost.c: the cost model and the time spent inside exported calls */
+enum fnv_call {
+	FNV_CALL_PIN,		/* get_pages, get_pages_persistent */
+	FNV_CALL_UNPIN,		/* put_pages, put_pages_persistent */
+	FNV_CALL_MAP,		/* dma_map_pages */
+	FNV_CALL_UNMAP,		/* dma_unmap_pages */
+	FNV_CALL_FREE,		/* free_page_table, free_dma_mapping */
+	FNV_CALL_NR,
+};
+
+struct seq_file;
+void fnv_cost_charge(enum fnv_call call, u64 pages);
+u64 fnv_call_begin(void);
+void fnv_call_end(enum fnv_call call, u64 t0);
+void fnv_call_stats_show(struct seq_file *s);
+void fnv_callback_timed(u64 ns);
+
+/* floor.c: make bench's floor, the P2P calls made directly */
+int fnv_floor_command(int argc, char **argv);
+void fnv_floor_show(struct seq_file *s);
+
 /* main.c */
 extern struct mutex fnv_lock;
 extern struct list_head fnv_gpus;

@@ -108,11 +108,12 @@ int fnv_p2p_get_pages(enum fnv_op op, u64 va, u64 len,
 	*page_table = &t->pt;
 unlock:
 	mutex_unlock(&fnv_lock);
+	fnv_cost_charge(FNV_CALL_PIN, ret ? 0 : len / FNV_PAGE_SIZE);
 	fnv_api_unlock();
 	return ret;
 }
 
-int nvidia_p2p_get_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
+static int fnv_get_pages_call(u64 p2p_token, u32 va_space, u64 virtual_address,
 			 u64 length,
 			 struct nvidia_p2p_page_table **page_table,
 			 void (*free_callback)(void *data), void *data)
@@ -152,6 +153,19 @@ int nvidia_p2p_get_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 				 page_table, persistent, free_callback, data,
 				 &fault);
 }
+
+int nvidia_p2p_get_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
+			 u64 length,
+			 struct nvidia_p2p_page_table **page_table,
+			 void (*free_callback)(void *data), void *data)
+{
+	u64 t0 = fnv_call_begin();
+	int ret = fnv_get_pages_call(p2p_token, va_space, virtual_address, length,
+					   page_table, free_callback, data);
+
+	fnv_call_end(FNV_CALL_PIN, t0);
+	return ret;
+}
 EXPORT_SYMBOL(nvidia_p2p_get_pages);
 
 /* put_pages on one of our tables, fnv_lock held. */
@@ -187,7 +201,7 @@ static int fnv_put_pages_table(struct fnv_table *t, u64 va)
 	return 0;
 }
 
-int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
+static int fnv_put_pages_call(u64 p2p_token, u32 va_space, u64 virtual_address,
 			 struct nvidia_p2p_page_table *page_table)
 {
 	u64 since = fnv_seq_now();
@@ -195,6 +209,7 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 	struct fnv_fault_req fault;
 	enum fnv_pt_state st;
 	struct fnv_table *t;
+	u64 pages = 0;
 	int ret;
 
 	might_sleep();
@@ -227,6 +242,7 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 	st = fnv_table_resolve(page_table, since, &t, &tomb);
 	switch (st) {
 	case FNV_PT_TABLE:
+		pages = t->npages;
 		ret = fnv_put_pages_table(t, virtual_address);
 		break;
 #if FNV_GEN >= 535
@@ -250,12 +266,24 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 #endif
 	}
 	mutex_unlock(&fnv_lock);
+	fnv_cost_charge(FNV_CALL_UNPIN, pages);
 	fnv_api_unlock();
+	return ret;
+}
+
+int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
+			 struct nvidia_p2p_page_table *page_table)
+{
+	u64 t0 = fnv_call_begin();
+	int ret = fnv_put_pages_call(p2p_token, va_space, virtual_address,
+					   page_table);
+
+	fnv_call_end(FNV_CALL_UNPIN, t0);
 	return ret;
 }
 EXPORT_SYMBOL(nvidia_p2p_put_pages);
 
-int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table *page_table)
+static int fnv_free_page_table_call(struct nvidia_p2p_page_table *page_table)
 {
 	u64 since = fnv_seq_now();
 	struct fnv_fault_req fault;
@@ -287,5 +315,14 @@ int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table *page_table)
 		return ret;
 	}
 #endif
+}
+
+int nvidia_p2p_free_page_table(struct nvidia_p2p_page_table *page_table)
+{
+	u64 t0 = fnv_call_begin();
+	int ret = fnv_free_page_table_call(page_table);
+
+	fnv_call_end(FNV_CALL_FREE, t0);
+	return ret;
 }
 EXPORT_SYMBOL(nvidia_p2p_free_page_table);

@@ -27,7 +27,7 @@
 
 #include "fake_nvidia.h"
 
-int nvidia_p2p_get_pages_persistent(u64 virtual_address, u64 length,
+static int fnv_get_pages_persistent_call(u64 virtual_address, u64 length,
 				    struct nvidia_p2p_page_table **page_table,
 				    u32 flags)
 {
@@ -52,6 +52,18 @@ int nvidia_p2p_get_pages_persistent(u64 virtual_address, u64 length,
 	return fnv_p2p_get_pages(FNV_OP_GET_PAGES_PERSISTENT, virtual_address,
 				 length, page_table, true, NULL, NULL, &fault);
 }
+
+int nvidia_p2p_get_pages_persistent(u64 virtual_address, u64 length,
+				    struct nvidia_p2p_page_table **page_table,
+				    u32 flags)
+{
+	u64 t0 = fnv_call_begin();
+	int ret = fnv_get_pages_persistent_call(virtual_address, length, page_table,
+						      flags);
+
+	fnv_call_end(FNV_CALL_PIN, t0);
+	return ret;
+}
 EXPORT_SYMBOL(nvidia_p2p_get_pages_persistent);
 
 /* Both checks of put_pages_persistent; fnv_lock held. */
@@ -71,13 +83,14 @@ static int fnv_persistent_check(struct nvidia_p2p_page_table *pt, u64 since,
 	return 0;
 }
 
-int nvidia_p2p_put_pages_persistent(u64 virtual_address,
+static int fnv_put_pages_persistent_call(u64 virtual_address,
 				    struct nvidia_p2p_page_table *page_table,
 				    u32 flags)
 {
 	u64 since = fnv_seq_now();
 	struct fnv_fault_req fault;
 	struct fnv_table *t;
+	u64 pages = 0;
 	int ret;
 
 	might_sleep();
@@ -107,13 +120,27 @@ int nvidia_p2p_put_pages_persistent(u64 virtual_address,
 	mutex_lock(&fnv_lock);
 	ret = fnv_persistent_check(page_table, since, &t);
 	if (!ret) {
+		pages = t->npages;
 		if (t->va != virtual_address)
 			fnv_violation("put_pages_persistent: va=0x%llx does not match the table's va=0x%llx (the driver ignores it)\n",
 				      virtual_address, t->va);
 		fnv_table_put_locked(t, "put_pages_persistent");
 	}
 	mutex_unlock(&fnv_lock);
+	fnv_cost_charge(FNV_CALL_UNPIN, pages);
 	fnv_api_unlock();
+	return ret;
+}
+
+int nvidia_p2p_put_pages_persistent(u64 virtual_address,
+				    struct nvidia_p2p_page_table *page_table,
+				    u32 flags)
+{
+	u64 t0 = fnv_call_begin();
+	int ret = fnv_put_pages_persistent_call(virtual_address, page_table,
+						      flags);
+
+	fnv_call_end(FNV_CALL_UNPIN, t0);
 	return ret;
 }
 EXPORT_SYMBOL(nvidia_p2p_put_pages_persistent);

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nvidia.ko test double: make bench's floor (fake-only). The registration
+ * sequence with nothing but the P2P calls and the cheapest sg list: pin
+ * with a callback that does nothing, DMA-map for the NIC, one sg entry per
+ * run of contiguous DMA addresses, then unmap and unpin; timed with ktime.
+ *
+ *   ctl: floor <va> <len> <iterations> [nic index]
+ *   floor: the last result, one line of key=value (nanoseconds per
+ *          iteration, as means)
+ * Runs in the writing process, which must own the buffer at <va>.
+ */
+#define pr_fmt(fmt) "fake_nvidia: " fmt
+
+#include <linux/ktime.h>
+#include <linux/pci.h>
+#include <linux/scatterlist.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+
+#include "fake_nvidia.h"
+
+#define FNV_EDU_VENDOR	0x1234
+#define FNV_EDU_DEVICE	0x11e8
+
+enum { FL_PIN, FL_MAP, FL_FILL, FL_UNMAP, FL_UNPIN, FL_NR };
+static const char *const fnv_floor_names[FL_NR] = {
+	"pin", "dma_map", "sg_fill", "dma_unmap", "unpin",
+};
+
+static DEFINE_MUTEX(fnv_floor_lock);
+static char fnv_floor_result[512];
+
+static void fnv_floor_cb(void *data)
+{
+}
+
+/* The cheapest sg list: count the runs, allocate once, fill. */
+static int fnv_floor_fill(const struct nvidia_p2p_dma_mapping *m,
+			  struct sg_table *sgt)
+{
+	struct scatterlist *sg = NULL;
+	unsigned int runs = 1, i;
+	int ret;
+
+	for (i = 1; i < m->entries; i++)
+		if (m->dma_addresses[i] != m->dma_addresses[i - 1] + FNV_PAGE_SIZE)
+			runs++;
+	ret = sg_alloc_table(sgt, runs, GFP_KERNEL);
+	if (ret)
+		return ret;
+	for (i = 0; i < m->entries; i++) {
+		if (sg && m->dma_addresses[i] == sg_dma_address(sg) + sg_dma_len(sg)) {
+			sg_dma_len(sg) += FNV_PAGE_SIZE;
+			continue;
+		}
+		sg = sg ? sg_next(sg) : sgt->sgl;
+		sg_dma_address(sg) = m->dma_addresses[i];
+		sg_dma_len(sg) = FNV_PAGE_SIZE;
+	}
+	return 0;
+}
+
+static int fnv_floor_run(struct pci_dev *peer, u64 va, u64 len,
+			 unsigned long iters)
+{
+	u64 sum[FL_NR] = {}, t[FL_NR + 1], start = ktime_get_ns();
+	unsigned int nents = 0;
+	unsigned long it;
+	int i, ret = 0, n = 0;
+
+	for (it = 0; it < iters; it++) {
+		struct nvidia_p2p_page_table *pt;
+		struct nvidia_p2p_dma_mapping *m;
+		struct sg_table sgt;
+
+		t[0] = ktime_get_ns();
+		ret = nvidia_p2p_get_pages(0, 0, va, len, &pt, fnv_floor_cb, &sgt);
+		if (ret)
+			break;
+		t[1] = ktime_get_ns();
+		ret = nvidia_p2p_dma_map_pages(peer, pt, &m);
+		if (ret) {
+			nvidia_p2p_put_pages(0, 0, va, pt);
+			break;
+		}
+		t[2] = ktime_get_ns();
+		ret = fnv_floor_fill(m, &sgt);
+		if (!ret) {
+			nents = sgt.orig_nents;
+			sg_free_table(&sgt);
+		}
+		t[3] = ktime_get_ns();
+		nvidia_p2p_dma_unmap_pages(peer, pt, m);
+		t[4] = ktime_get_ns();
+		nvidia_p2p_put_pages(0, 0, va, pt);
+		t[5] = ktime_get_ns();
+		if (ret)
+			break;
+		for (i = 0; i < FL_NR; i++)
+			sum[i] += t[i + 1] - t[i];
+		cond_resched();
+	}
+	if (ret) {
+		pr_err("floor: iteration %lu failed: %d\n", it, ret);
+		return ret;
+	}
+	n = scnprintf(fnv_floor_result, sizeof(fnv_floor_result),
+		      "floor va=0x%llx len=0x%llx iters=%lu nents=%u elapsed_ns=%llu",
+		      va, len, iters, nents, ktime_get_ns() - start);
+	for (i = 0; i < FL_NR; i++)
+		n += scnprintf(fnv_floor_result + n, sizeof(fnv_floor_result) - n,
+			       " %s_ns=%llu", fnv_floor_names[i],
+			       div_u64(sum[i], iters));
+	return 0;
+}
+
+int fnv_floor_command(int argc, char **argv)
+{
+	unsigned long iters, nic = 0, i;
+	struct pci_dev *peer = NULL;
+	u64 va, len;
+	int ret;
+
+	if (argc < 4 || argc > 5 || kstrtou64(argv[1], 0, &va) ||
+	    kstrtou64(argv[2], 0, &len) || kstrtoul(argv[3], 0, &iters) ||
+	    !iters || (argc == 5 && kstrtoul(argv[4], 0, &nic))) {
+		pr_err("ctl: usage: floor <va> <len> <iterations> [nic index]\n");
+		return -EINVAL;
+	}
+	for (i = 0; i <= nic; i++) {
+		peer = pci_get_device(FNV_EDU_VENDOR, FNV_EDU_DEVICE, peer);
+		if (!peer) {
+			pr_err("floor: no NIC number %lu\n", nic);
+			return -ENODEV;
+		}
+	}
+	mutex_lock(&fnv_floor_lock);
+	ret = fnv_floor_run(peer, va, len, iters);
+	mutex_unlock(&fnv_floor_lock);
+	pci_dev_put(peer);
+	return ret;
+}
+
+void fnv_floor_show(struct seq_file *s)
+{
+	mutex_lock(&fnv_floor_lock);
+	seq_printf(s, "%s\n", fnv_floor_result);
+	mutex_unlock(&fnv_floor_lock);
+}
