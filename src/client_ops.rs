@@ -86,7 +86,7 @@ fn acquire(
     // process's GPU memory). Any other error still means GPU memory, which we claim so that
     // `get_pages` reports the real errno (ENOMEM when BAR1 is exhausted, say) instead of
     // ib_core's generic EFAULT.
-    match ctx.probe() {
+    match ctx.claim() {
         Ok(()) => {}
         Err(e) if e == EINVAL || (e == eopnotsupp() && kind == ClientKind::Persistent) => {
             count(kind, Counter::ErrNotMine);
@@ -100,7 +100,7 @@ fn acquire(
         ),
     }
     let id = ctx.id;
-    if let Err(e) = registry.insert(ctx) {
+    if let Err(e) = registry.insert(ctx.clone()) {
         pr_err!(
             "acquire {:#x} (+{:#x}): cannot record the context: {:?}\n",
             addr,
@@ -108,6 +108,8 @@ fn acquire(
             e
         );
         count(kind, Counter::ErrAlloc);
+        // Gives back the pin `claim` kept.
+        ctx.release();
         return 0;
     }
     // SAFETY: ib_core passes a valid out-pointer (checked non-NULL above).

@@ -16,9 +16,10 @@
 //! 3. The sg list is ib_core's until it unmaps or releases (it restores trimmed entries, without
 //!    its lock, during teardown): only `dma_unmap` and `release` free it.
 
-use core::ffi::{c_int, c_void};
+use core::ffi::c_int;
 use kernel::new_mutex;
 use kernel::prelude::*;
+use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::{Arc, Mutex};
 
 use crate::module_ref::ModuleRef;
@@ -62,6 +63,9 @@ pub(crate) enum Phase {
     Acquired,
     /// `nvidia_p2p_get_pages` in flight.
     Pinning,
+    /// Pinned by `acquire` to learn that the range is GPU memory; `get_pages` adopts the pin,
+    /// `release` without `get_pages` unpins it.
+    Claimed(Pin),
     Pinned(Pin),
     /// `nvidia_p2p_dma_map_pages` in flight; the caller holds the pin.
     Mapping,
@@ -81,6 +85,7 @@ impl Phase {
         match self {
             Self::Acquired => "acquired",
             Self::Pinning => "pinning",
+            Self::Claimed(_) => "claimed",
             Self::Pinned(_) => "pinned",
             Self::Mapping => "mapping",
             Self::Mapped(..) => "mapped",
@@ -123,8 +128,6 @@ pub(crate) fn gpu_range(addr: u64, size: u64) -> Option<(u64, u64)> {
 
 extern "C" {
     fn nvpm_now_ns() -> u64;
-    // A `struct pci_dev *`, opaque here.
-    fn nvpm_pci_bdf(pdev: *mut c_void) -> u32;
 }
 
 /// Monotonic nanoseconds.
@@ -153,49 +156,62 @@ impl Context {
     }
 
     /// Whether NVIDIA knows the range as GPU memory of the calling process, found out by
-    /// pinning and unpinning it (ib_core's `acquire`). The pin goes through the phases like any
-    /// other, so a free racing it is handled as in a registration. Returns NVIDIA's error.
-    pub(crate) fn probe(self: &Arc<Self>) -> Result {
+    /// pinning it (ib_core's `acquire`). The pin is kept for `get_pages` to adopt (phase
+    /// `Claimed`), or with `probe_then_pin` given back at once. It goes through the phases like
+    /// any other, so a free racing it is handled as in a registration: the phase is then
+    /// `Revoked` (one pin) and `get_pages` fails. Returns NVIDIA's error.
+    pub(crate) fn claim(self: &Arc<Self>) -> Result {
         *self.phase.lock() = Phase::Pinning;
         let (table, mut phase) = match self.pin()? {
             Pinned::Live(table, phase) => (table, phase),
-            Pinned::Revoked => {
-                *self.phase.lock() = Phase::Acquired;
-                return Ok(());
-            }
+            Pinned::Revoked => return Ok(()),
         };
-        *phase = Phase::Unpinning;
-        drop(phase);
-        self.unpin(Pin {
+        let pin = Pin {
             table,
             core_context: 0,
             tgid: current_tgid(),
             _held: None,
-        });
-        // A free that raced the unpin left the phase revoked: `get_pages` will find the memory
-        // gone and say so.
+        };
+        if !crate::params::probe_then_pin() {
+            *phase = Phase::Claimed(pin);
+            return Ok(());
+        }
+        *phase = Phase::Unpinning;
+        drop(phase);
+        self.unpin(pin);
+        // `get_pages` pins again; if the memory was freed meanwhile NVIDIA says so then.
         *self.phase.lock() = Phase::Acquired;
         Ok(())
     }
 
-    /// Pins the GPU pages (ib_core's `get_pages`).
+    /// Makes the registration's pin of `acquire`'s (ib_core's `get_pages`), or pins now when
+    /// `acquire` kept none.
     pub(crate) fn get_pages(self: &Arc<Self>, core_context: u64) -> Result {
-        {
-            let mut phase = self.phase.lock();
-            if !matches!(*phase, Phase::Acquired) {
+        let mut phase = self.phase.lock();
+        match core::mem::replace(&mut *phase, Phase::Pinning) {
+            Phase::Claimed(pin) => return self.adopt(phase, pin.table, pin.tgid, core_context),
+            Phase::Acquired => {}
+            Phase::Revoked(sg) => {
+                *phase = Phase::Revoked(sg);
+                return Err(self.freed_during_registration());
+            }
+            other => {
                 pr_err!(
                     "get_pages for va {:#x} in phase {}: refused\n",
                     self.va,
-                    phase.name()
+                    other.name()
                 );
+                *phase = other;
                 count(self.kind, Counter::ErrRefusedContext);
                 return Err(EINVAL);
             }
-            *phase = Phase::Pinning;
         }
-        let (table, mut phase) = match self.pin() {
-            Ok(Pinned::Live(table, phase)) => (table, phase),
-            Ok(Pinned::Revoked) => return Err(self.freed_during_registration()),
+        drop(phase);
+        match self.pin() {
+            Ok(Pinned::Live(table, phase)) => {
+                self.adopt(phase, table, current_tgid(), core_context)
+            }
+            Ok(Pinned::Revoked) => Err(self.freed_during_registration()),
             Err(e) => {
                 count_nvidia_error(self.kind, e);
                 let hint = if e == ENOMEM {
@@ -210,33 +226,40 @@ impl Context {
                     e,
                     hint
                 );
-                return Err(e);
+                Err(e)
             }
+        }
+    }
+
+    /// Checks a live pin and makes it the registration's; the phase is locked and `Pinning`.
+    fn adopt(
+        self: &Arc<Self>,
+        mut phase: Guard<'_, Phase, MutexBackend>,
+        table: PageTable,
+        tgid: c_int,
+        core_context: u64,
+    ) -> Result {
+        let mut pin = Pin {
+            table,
+            core_context,
+            tgid,
+            _held: None,
         };
-        if let Err(e) = table.validate(self.len) {
+        if let Err(e) = pin.table.validate(self.len) {
             count(self.kind, Counter::ErrNvidiaOther);
             *phase = Phase::Unpinning;
             drop(phase);
-            self.unpin(Pin {
-                table,
-                core_context,
-                tgid: current_tgid(),
-                _held: None,
-            });
+            self.unpin(pin);
             return Err(e);
         }
         count(self.kind, Counter::Registrations);
-        *phase = Phase::Pinned(Pin {
-            table,
-            core_context,
-            tgid: current_tgid(),
-            _held: Some(Held::new(self.kind, self.len)),
-        });
+        pin._held = Some(Held::new(self.kind, self.len));
+        *phase = Phase::Pinned(pin);
         Ok(())
     }
 
     /// Logs and counts a registration whose GPU memory was freed under it; the error for ib_core.
-    fn freed_during_registration(&self) -> Error {
+    pub(crate) fn freed_during_registration(&self) -> Error {
         pr_err!(
             "GPU memory at {:#x} (+{:#x}) was freed during registration\n",
             self.va,
@@ -244,102 +267,6 @@ impl Context {
         );
         count(self.kind, Counter::ErrFreedDuringRegistration);
         EFAULT
-    }
-
-    /// Maps the pinned pages for `peer` and gives ib_core's `core_sgt` the sg list (ib_core's
-    /// `dma_map`). Returns the number of entries.
-    ///
-    /// # Safety
-    ///
-    /// `peer` must be a valid PCI device and `core_sgt` ib_core's empty table for this
-    /// registration; the device must outlive the mapping.
-    pub(crate) unsafe fn dma_map(
-        self: &Arc<Self>,
-        peer: *mut c_void,
-        core_sgt: *mut c_void,
-    ) -> Result<c_int> {
-        let pin = {
-            let mut phase = self.phase.lock();
-            match core::mem::replace(&mut *phase, Phase::Mapping) {
-                Phase::Pinned(pin) => pin,
-                other => {
-                    let err = if matches!(other, Phase::Revoked(_)) {
-                        count(self.kind, Counter::ErrFreedDuringRegistration);
-                        EFAULT
-                    } else {
-                        count(self.kind, Counter::ErrRefusedContext);
-                        pr_err!(
-                            "dma_map for va {:#x} in phase {}: refused\n",
-                            self.va,
-                            other.name()
-                        );
-                        EINVAL
-                    };
-                    *phase = other;
-                    return Err(err);
-                }
-            }
-        };
-        // SAFETY: `peer` is valid (caller); the table was live when the phase said `Pinned`.
-        let mapped = unsafe { DmaMapping::map(peer, &pin.table) };
-        let mut phase = self.phase.lock();
-        if matches!(*phase, Phase::Revoked(_)) {
-            drop(phase);
-            if let Ok(dma) = mapped {
-                dma.free_revoked();
-            }
-            pin.table.free_revoked();
-            return Err(self.freed_during_registration());
-        }
-        let made = mapped.and_then(|dma| {
-            let addrs = dma.validate(&pin.table).map(|()| dma.dma_addresses());
-            // SAFETY: `core_sgt` is ib_core's table for this registration (caller).
-            match addrs.and_then(|a| unsafe { SgCopy::create(core_sgt, a, GPU_PAGE_SIZE) }) {
-                Ok(sg) => Ok(Mapping {
-                    dma,
-                    sg,
-                    // SAFETY: `peer` is a valid PCI device (caller).
-                    nic: unsafe { nvpm_pci_bdf(peer) },
-                }),
-                Err(e) => {
-                    dma.unmap(&pin.table);
-                    Err(e)
-                }
-            }
-        });
-        match made {
-            Ok(mapping) => {
-                let n = mapping.sg.nents();
-                *phase = Phase::Mapped(pin, mapping);
-                Ok(n)
-            }
-            Err(e) => {
-                *phase = Phase::Pinned(pin);
-                count(self.kind, Counter::ErrMapping);
-                pr_err!(
-                    "DMA-mapping GPU memory va={:#x} len={:#x} failed: {:?}\n",
-                    self.va,
-                    self.len,
-                    e
-                );
-                Err(e)
-            }
-        }
-    }
-
-    /// Unmaps (ib_core's `dma_unmap`; ib_core is done with the sg list).
-    pub(crate) fn dma_unmap(&self) {
-        let mut phase = self.phase.lock();
-        match core::mem::replace(&mut *phase, Phase::Acquired) {
-            Phase::Mapped(pin, mapping) => {
-                mapping.dma.unmap(&pin.table);
-                drop(mapping.sg);
-                *phase = Phase::Pinned(pin);
-            }
-            // After the free callback: only the sg list is left, and ib_core hands it back.
-            Phase::Revoked(_) => *phase = Phase::Revoked(None),
-            other => *phase = other,
-        }
     }
 
     /// Unpins (ib_core's `put_pages`).
@@ -351,6 +278,8 @@ impl Context {
                     count(self.kind, Counter::Deregistrations);
                     pin
                 }
+                // `release` without `get_pages`: `acquire`'s pin was never adopted.
+                Phase::Claimed(pin) => pin,
                 other => {
                     *phase = other;
                     return;

@@ -16,16 +16,26 @@
 int nvpm_param_enable_dbg(void);
 int nvpm_param_peerdirect_support(void);
 int nvpm_param_persistent_api_support(void);
+int nvpm_param_probe_then_pin(void);
+int nvpm_param_coalesce_sg(void);
 struct pci_dev *nvpm_dev_to_pci(struct device *dev);
 void nvpm_module_get(void);
 void nvpm_module_put(void);
 void *nvpm_nvidia_get_pages_persistent(void);
 void *nvpm_nvidia_put_pages_persistent(void);
 bool nvpm_nvidia_has_cap_persistent_pages(void);
-struct sg_table *nvpm_sg_create(struct sg_table *core_sgt, const u64 *dma_addresses,
-				unsigned int n, u32 len);
+/* One sg entry: a DMA address and a length below 4 GiB (`SgRun` in sg.rs). */
+struct nvpm_sg_run {
+	u64 dma;
+	u32 len;
+	u32 _pad;
+};
+
+struct sg_table *nvpm_sg_create(struct sg_table *core_sgt, const struct nvpm_sg_run *runs,
+				unsigned int n);
 void nvpm_sg_destroy(struct sg_table *own);
 unsigned int nvpm_sg_nents(const struct sg_table *own);
+size_t nvpm_sg_bytes(const struct sg_table *own);
 int nvpm_current_tgid(void);
 int nvpm_user_errno(int err);
 
@@ -44,7 +54,7 @@ static int nvpm_param_set_switch(const char *val, const struct kernel_param *kp)
 		pr_err("nv_peer_mem: %s must be 0 or 1, got '%s'\n", kp->name, val);
 		return -EINVAL;
 	}
-	*(int *)kp->arg = v;
+	WRITE_ONCE(*(int *)kp->arg, v);
 	return 0;
 }
 
@@ -66,6 +76,44 @@ static int persistent_api_support;
 module_param_cb(persistent_api_support, &nvpm_switch_ops, &persistent_api_support, 0444);
 MODULE_PARM_DESC(persistent_api_support,
 		 "0 = invalidating client nv_mem plus persistent client nv_mem_nc (default); 1 = a single persistent client named nv_mem");
+
+static int probe_then_pin;
+module_param_cb(probe_then_pin, &nvpm_switch_ops, &probe_then_pin, 0644);
+MODULE_PARM_DESC(probe_then_pin,
+		 "0 = acquire pins once and get_pages keeps that pin (default); 1 = acquire pins and unpins to probe, get_pages pins again, as the C modules do");
+
+/* -1 (auto: on, except in legacy mode), 0 or 1; anything else is refused with a log line. */
+static int nvpm_param_set_tristate(const char *val, const struct kernel_param *kp)
+{
+	int v, ret = kstrtoint(val, 0, &v);
+
+	if (ret || v < -1 || v > 1) {
+		pr_err("nv_peer_mem: %s must be -1, 0 or 1, got '%s'\n", kp->name, val);
+		return -EINVAL;
+	}
+	WRITE_ONCE(*(int *)kp->arg, v);
+	return 0;
+}
+
+static const struct kernel_param_ops nvpm_tristate_ops = {
+	.set = nvpm_param_set_tristate,
+	.get = param_get_int,
+};
+
+static int coalesce_sg = -1;
+module_param_cb(coalesce_sg, &nvpm_tristate_ops, &coalesce_sg, 0644);
+MODULE_PARM_DESC(coalesce_sg,
+		 "Merge DMA-contiguous GPU pages into one sg entry: -1 = auto (on, off with peerdirect_support=1; default), 0 = one entry per 64 KiB page, 1 = on");
+
+int nvpm_param_probe_then_pin(void)
+{
+	return READ_ONCE(probe_then_pin);
+}
+
+int nvpm_param_coalesce_sg(void)
+{
+	return READ_ONCE(coalesce_sg);
+}
 
 int nvpm_param_enable_dbg(void)
 {
@@ -130,10 +178,10 @@ bool nvpm_nvidia_has_cap_persistent_pages(void)
  * The sg list handed to ib_core lives in a struct sg_table of our own: ib_core gets a copy of
  * the header, and MLNX_OFED 5.x zeroes its copy after an unmap or an invalidation, so the list
  * can only be freed through ours. GPU memory has no struct page: entries carry DMA addresses
- * only, @len bytes each.
+ * and lengths only, one entry per run.
  */
-struct sg_table *nvpm_sg_create(struct sg_table *core_sgt, const u64 *dma_addresses,
-				unsigned int n, u32 len)
+struct sg_table *nvpm_sg_create(struct sg_table *core_sgt, const struct nvpm_sg_run *runs,
+				unsigned int n)
 {
 	struct sg_table *own;
 	struct scatterlist *sg;
@@ -147,12 +195,25 @@ struct sg_table *nvpm_sg_create(struct sg_table *core_sgt, const u64 *dma_addres
 		return NULL;
 	}
 	for_each_sgtable_sg(own, sg, i) {
-		sg->length = len;
-		sg_dma_address(sg) = dma_addresses[i];
-		sg_dma_len(sg) = len;
+		sg->length = runs[i].len;
+		sg_dma_address(sg) = runs[i].dma;
+		sg_dma_len(sg) = runs[i].len;
 	}
 	*core_sgt = *own;
 	return own;
+}
+
+/*
+ * Bytes requested for @own and its entry list (sg_alloc_table() chains blocks of
+ * SG_MAX_SINGLE_ALLOC entries, the last entry of each full block being the link).
+ */
+size_t nvpm_sg_bytes(const struct sg_table *own)
+{
+	size_t entries = own->orig_nents;
+
+	if (entries > SG_MAX_SINGLE_ALLOC)
+		entries += (entries - 2) / (SG_MAX_SINGLE_ALLOC - 1);
+	return sizeof(*own) + entries * sizeof(struct scatterlist);
 }
 
 void nvpm_sg_destroy(struct sg_table *own)

@@ -9,6 +9,7 @@ use kernel::prelude::*;
 mod client_ops;
 mod compat;
 mod context;
+mod mapping;
 mod module_ref;
 mod nv_p2p;
 mod params;

@@ -9,6 +9,8 @@ extern "C" {
     fn nvpm_param_enable_dbg() -> c_int;
     fn nvpm_param_peerdirect_support() -> c_int;
     fn nvpm_param_persistent_api_support() -> c_int;
+    fn nvpm_param_probe_then_pin() -> c_int;
+    fn nvpm_param_coalesce_sg() -> c_int;
 }
 
 pub(crate) fn debug_enabled() -> bool {
@@ -26,6 +28,24 @@ pub(crate) fn legacy_peerdirect() -> bool {
 pub(crate) fn persistent_only() -> bool {
     // SAFETY: reads an int parameter of this module.
     unsafe { nvpm_param_persistent_api_support() == 1 }
+}
+
+/// Pin and unpin in `acquire` only to probe, and pin again in `get_pages` (the C modules' way),
+/// instead of keeping `acquire`'s pin for the registration.
+pub(crate) fn probe_then_pin() -> bool {
+    // SAFETY: reads an int parameter of this module.
+    unsafe { nvpm_param_probe_then_pin() == 1 }
+}
+
+/// Merge DMA-contiguous pages into one sg entry. Auto (-1) means on, except in legacy mode:
+/// MLNX_OFED 4.9 counts registered bytes as entries times the page size.
+pub(crate) fn coalesce_sg() -> bool {
+    // SAFETY: reads an int parameter of this module.
+    match unsafe { nvpm_param_coalesce_sg() } {
+        0 => false,
+        1 => true,
+        _ => !legacy_peerdirect(),
+    }
 }
 
 /// `pr_info!` only while `enable_dbg` is set.

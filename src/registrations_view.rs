@@ -7,7 +7,7 @@
 use core::ffi::{c_char, c_void};
 use core::fmt::Write;
 
-use crate::context::{now_ns, ClientKind, Phase};
+use crate::context::{now_ns, ClientKind, Context, Phase};
 
 extern "C" {
     // A `struct seq_file *`, opaque here.
@@ -55,17 +55,18 @@ impl core::fmt::Display for Bdf {
 }
 
 fn show(w: &mut SeqWriter) -> core::fmt::Result {
-    writeln!(w, "id client range size phase nic sg_entries age_ms")?;
+    writeln!(w, "id client range size phase nic sg_entries age_ms bytes")?;
     let Ok(contexts) = crate::globals().registry.snapshot() else {
         return writeln!(w, "# out of memory: registrations not listed");
     };
     let now = now_ns();
     for ctx in contexts.iter() {
-        let (phase, nic, entries) = {
+        let (phase, nic, entries, bytes) = {
             let phase = ctx.phase.lock();
+            let bytes = ctx.held_bytes(&phase);
             match &*phase {
-                Phase::Mapped(_, m) => (phase.name(), Some(Bdf(m.nic)), m.sg.nents()),
-                other => (other.name(), None, 0),
+                Phase::Mapped(_, m) => (phase.name(), Some(Bdf(m.nic)), m.sg.nents(), bytes),
+                other => (other.name(), None, 0, bytes),
             }
         };
         write!(
@@ -84,12 +85,40 @@ fn show(w: &mut SeqWriter) -> core::fmt::Result {
         }
         writeln!(
             w,
-            " {} {}",
+            " {} {} {}",
             entries,
-            now.saturating_sub(ctx.created_ns) / 1_000_000
+            now.saturating_sub(ctx.created_ns) / 1_000_000,
+            bytes
         )?;
     }
     Ok(())
+}
+
+impl Context {
+    /// Bytes this module holds for the registration in `phase`: the context, its registry
+    /// entries and the sg list (requested sizes; NVIDIA's page table and mapping are not ours).
+    pub(crate) fn held_bytes(&self, phase: &Phase) -> usize {
+        let node =
+            core::mem::size_of::<kernel::bindings::rb_node>() + 2 * core::mem::size_of::<usize>();
+        // The context's `Arc` allocation: a refcount beside the context.
+        let mut bytes = core::mem::size_of::<Self>() + core::mem::size_of::<usize>() + node;
+        let pinned_with_callback = match phase {
+            Phase::Claimed(pin) | Phase::Pinned(pin) | Phase::Orphaned(pin) => {
+                pin.table.is_revocable()
+            }
+            Phase::Mapped(pin, _) => pin.table.is_revocable(),
+            _ => false,
+        };
+        if pinned_with_callback {
+            bytes += node;
+        }
+        match phase {
+            Phase::Mapped(_, m) => bytes += m.sg.bytes(),
+            Phase::Revoked(Some(sg)) => bytes += sg.bytes(),
+            _ => {}
+        }
+        bytes
+    }
 }
 
 /// Called by `debugfs_view.c` to fill the file.

@@ -9,8 +9,8 @@
 //!   ib_core to invalidate it: ib_core stops the NIC and waits for a registration still in
 //!   progress (its mapping lock). Then free the mapping and the table. The sg list stays for
 //!   ib_core, which may still restore its trimmed entries; `dma_unmap` or `release` frees it.
-//! - `Pinned`, `Orphaned`: no NIC access exists (not yet mapped, or being torn down): free the
-//!   table, do not invalidate.
+//! - `Claimed`, `Pinned`, `Orphaned`: no NIC access exists (not yet registered or mapped, or
+//!   being torn down): free the table, do not invalidate; a later `get_pages` fails.
 //! - `Pinning`, `Mapping`, `Unpinning`: another thread is inside NVIDIA for this registration,
 //!   waiting for the API lock we hold. Waiting for it, or invalidating (ib_core's mapping lock
 //!   may be held by that thread), would deadlock. Mark it revoked and return: that thread
@@ -40,7 +40,9 @@ impl Context {
                     *phase = Phase::Revoked(Some(sg));
                     Revoked::Live(pin, dma)
                 }
-                Phase::Pinned(pin) | Phase::Orphaned(pin) => Revoked::Unmapped(pin),
+                Phase::Claimed(pin) | Phase::Pinned(pin) | Phase::Orphaned(pin) => {
+                    Revoked::Unmapped(pin)
+                }
                 Phase::Pinning => Revoked::InFlight("nvidia_p2p_get_pages"),
                 Phase::Mapping => Revoked::InFlight("nvidia_p2p_dma_map_pages"),
                 Phase::Unpinning => Revoked::InFlight("nvidia_p2p_put_pages"),
@@ -88,7 +90,7 @@ impl Context {
     }
 }
 
-/// NVIDIA's free callback for pins made by `Context::get_pages`; `data` is the context's id.
+/// NVIDIA's free callback for pins made by `Context::claim` or `Context::get_pages`; `data` is the context's id.
 ///
 /// # Safety
 ///

@@ -7,23 +7,61 @@
 //! through ib_core's pointer would free nothing, and after ib_core released the registration
 //! that pointer is gone. The layout of `sg_table` depends on the kernel configuration, so
 //! `glue.c` handles it and it stays opaque here.
+//!
+//! Entries are either one per GPU page or, coalesced, one per run of DMA-contiguous pages (each
+//! below 4 GiB: ib_core keeps entry lengths in `unsigned int`). Fewer entries mean a smaller list
+//! and let the NIC driver pick larger pages (`ib_umem_find_best_pgsz` is capped by every entry
+//! boundary).
 
 use core::ffi::{c_int, c_uint, c_void};
 use core::ptr::NonNull;
 use kernel::prelude::*;
 
-extern "C" {
-    fn nvpm_sg_create(
-        core_sgt: *mut c_void,
-        dma_addresses: *const u64,
-        n: c_uint,
-        len: u32,
-    ) -> *mut c_void;
-    fn nvpm_sg_destroy(own: *mut c_void);
-    fn nvpm_sg_nents(own: *const c_void) -> c_uint;
+/// One sg entry (`struct nvpm_sg_run` in `glue.c`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct SgRun {
+    dma: u64,
+    len: u32,
+    _pad: u32,
 }
 
-/// Our `sg_table` with one `chunk`-byte entry per DMA address; the list is freed on drop.
+extern "C" {
+    fn nvpm_sg_create(core_sgt: *mut c_void, runs: *const SgRun, n: c_uint) -> *mut c_void;
+    fn nvpm_sg_destroy(own: *mut c_void);
+    fn nvpm_sg_nents(own: *const c_void) -> c_uint;
+    fn nvpm_sg_bytes(own: *const c_void) -> usize;
+}
+
+/// The entries for `addrs`, `chunk` bytes each: one per address, or with `coalesce` one per run
+/// of contiguous addresses, each run at most `u32::MAX` rounded down to `chunk`.
+pub(crate) fn sg_runs(addrs: &[u64], chunk: u64, coalesce: bool) -> Result<KVec<SgRun>> {
+    let chunk32 = u32::try_from(chunk).map_err(|_| EINVAL)?;
+    let max_len = u32::MAX - u32::MAX % chunk32;
+    let mut runs: KVec<SgRun> = KVec::new();
+    for &dma in addrs {
+        if coalesce {
+            if let Some(last) = runs.last_mut() {
+                let contiguous = last.dma.checked_add(u64::from(last.len)) == Some(dma);
+                if contiguous && last.len <= max_len - chunk32 {
+                    last.len += chunk32;
+                    continue;
+                }
+            }
+        }
+        runs.push(
+            SgRun {
+                dma,
+                len: chunk32,
+                _pad: 0,
+            },
+            GFP_KERNEL,
+        )?;
+    }
+    Ok(runs)
+}
+
+/// Our `sg_table` with one entry per run; the list is freed on drop.
 pub(crate) struct SgCopy {
     own: NonNull<c_void>,
 }
@@ -38,14 +76,13 @@ impl SgCopy {
     ///
     /// `core_sgt` must point to ib_core's `struct sg_table` for this registration, with no
     /// entry list of its own.
-    pub(crate) unsafe fn create(core_sgt: *mut c_void, addrs: &[u64], chunk: u64) -> Result<Self> {
-        let n = c_uint::try_from(addrs.len()).map_err(|_| EINVAL)?;
-        let len = u32::try_from(chunk).map_err(|_| EINVAL)?;
+    pub(crate) unsafe fn create(core_sgt: *mut c_void, runs: &[SgRun]) -> Result<Self> {
+        let n = c_uint::try_from(runs.len()).map_err(|_| EINVAL)?;
         if n == 0 {
             return Err(EINVAL);
         }
-        // SAFETY: `core_sgt` is valid (caller); `addrs` holds `n` addresses.
-        let own = unsafe { nvpm_sg_create(core_sgt, addrs.as_ptr(), n, len) };
+        // SAFETY: `core_sgt` is valid (caller); `runs` holds `n` entries.
+        let own = unsafe { nvpm_sg_create(core_sgt, runs.as_ptr(), n) };
         Ok(Self {
             own: NonNull::new(own).ok_or(ENOMEM)?,
         })
@@ -55,6 +92,12 @@ impl SgCopy {
         // SAFETY: `own` is valid while `self` lives.
         let n = unsafe { nvpm_sg_nents(self.own.as_ptr()) };
         c_int::try_from(n).unwrap_or(c_int::MAX)
+    }
+
+    /// Bytes allocated for the table and its entries.
+    pub(crate) fn bytes(&self) -> usize {
+        // SAFETY: `own` is valid while `self` lives.
+        unsafe { nvpm_sg_bytes(self.own.as_ptr()) }
     }
 }
 

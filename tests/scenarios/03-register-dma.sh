@@ -4,7 +4,9 @@
 check "load" load_world
 check "cudaMalloc 2 MiB (shuffled pages)" ctl_nv "alloc $GPU_VA 0x200000 shuffled"
 check "ibv_reg_mr on the GPU buffer" ctl_ib "reg 1 edu0 $GPU_VA 0x200000"
-check "backed by nv_mem, 32 GPU pages of 64 KiB" grep -q 'id=1 .*client=nv_mem .*page_size=0x10000 nents=32' $IBC/regs
+check "backed by nv_mem, 32 GPU pages of 64 KiB" grep -q 'id=1 .*client=nv_mem .*page_size=0x10000 .*sg_bytes=0x200000 ' $IBC/regs
+n=$(sed -n 's/^id=1 .* nents=\([0-9]*\) .*/\1/p' $IBC/regs)
+check "  in 1 to 32 sg entries ($n: runs of contiguous DMA addresses)" test "${n:-0}" -ge 1 -a "${n:-0}" -le 32
 check "one pin in nvidia" test "$(nv_stat pins)" = 1
 check "one DMA mapping in nvidia" test "$(nv_stat mappings)" = 1
 check "registration holds a module reference" test "$(cat /sys/module/nv_peer_mem/refcnt)" = 1

@@ -52,14 +52,17 @@ step() {
 		test "$hz" -ge "$1" -a "$hz" -le "$2"
 }
 
+# acquire's pin is the registration's: the first stall holds it, the second would hold the
+# pin of get_pages with probe_then_pin=1.
 step "free while get_pages holds the API lock" "get_pages sleep_locked:1500 2" "" reg "$any_wait"
+step "free between acquire and get_pages" "" "after_acquire sleep:1500" reg
 step "free between get_pages and dma_map" "" "after_get_pages sleep:1500" reg
 step "free while dma_map_pages holds the API lock" "dma_map_pages sleep_locked:1500" "" reg
 step "free after dma_map, before activation" "" "after_dma_map sleep:1500" reg
 step "free while the core's teardown runs unlocked" "" "teardown_unlocked sleep:1500" dereg
 step "free while dma_unmap_pages runs" "dma_unmap_pages sleep:1500" "" dereg "$put_next"
-# The first put_pages of a registration is acquire's probe (pin and unpin): the count of 2
-# stalls the teardown's put as well, which is the one the free races.
+# The teardown's put_pages is the one the free races (with probe_then_pin=1 acquire's probe
+# unpins first: the count of 2 stalls both).
 step "free while put_pages waits for the API lock" "put_pages sleep:1500 2" "" dereg "$put_wait"
 step "free while put_pages holds the API lock" "put_pages sleep_locked:1500 2" "" dereg
 step "free before release" "" "before_release sleep:1500" dereg

@@ -37,12 +37,17 @@ check "  enable_dbg unchanged" test "$(cat /sys/module/nv_peer_mem/parameters/en
 
 check "cudaMalloc 2 MiB" ctl_nv "alloc $GPU_VA 0x200000 shuffled"
 check "cudaMalloc 256 KiB" ctl_nv "alloc $(hex "$GPU_VA + 0x400000") 0x40000 contiguous"
+# One sg entry per page, so that the shuffled buffer's entry count is known (26-coalesced-sg
+# covers merging).
+P=/sys/module/nv_peer_mem/parameters
+check "one sg entry per page (coalesce_sg=0)" sh -c "echo 0 >$P/coalesce_sg"
 check "register 2 MiB" ctl_ib "reg 1 edu0 $GPU_VA 0x200000"
 check "register 256 KiB at +4 MiB, unaligned (+0x1000, 0x3e000 bytes)" ctl_ib "reg 2 edu1 $(hex "$GPU_VA + 0x401000") 0x3e000"
 expect nv_mem live_registrations=2 pinned_bytes="0x200000 + 0x40000" registrations=2 deregistrations=0
-check "the view lists both, mapped, with their NIC and 32 + 4 entries" sh -c "
-	grep -q '^1 nv_mem $GPU_VA-$(hex "$GPU_VA + 0x200000") 2097152 mapped [0-9a-f:.]* 32 [0-9]*\$' $V &&
-	grep -q '^2 nv_mem $(hex "$GPU_VA + 0x401000")-$(hex "$GPU_VA + 0x43f000") 253952 mapped [0-9a-f:.]* 4 [0-9]*\$' $V"
+check "restore coalesce_sg=-1 (auto)" sh -c "echo -1 >$P/coalesce_sg"
+check "the view lists both, mapped, with their NIC, 32 + 4 entries and the bytes held" sh -c "
+	grep -q '^1 nv_mem $GPU_VA-$(hex "$GPU_VA + 0x200000") 2097152 mapped [0-9a-f:.]* 32 [0-9]* [1-9][0-9]*\$' $V &&
+	grep -q '^2 nv_mem $(hex "$GPU_VA + 0x401000")-$(hex "$GPU_VA + 0x43f000") 253952 mapped [0-9a-f:.]* 4 [0-9]* [1-9][0-9]*\$' $V"
 check "the two NICs differ in the view" test "$(awk 'NR > 1 { print $6 }' $V | sort -u | wc -l)" = 2
 check "no kernel pointer in the view" sh -c "! grep -qi 'ffff[0-9a-f]\{12\}' $V"
 dmesg -c >/dev/null
