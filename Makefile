@@ -6,6 +6,8 @@
 #   make check                                         every test; ends with "N passed, N failed"
 #   make vmtest                                        only the VM scenarios
 #   make racetest                                      the race scenarios, NVPM_RACE_RUNS boots per world
+#   make bench                                         registration timed in the VM; rewrites
+#                                                      Documentation/performance.md
 #   make install / uninstall                           hand install of the module and the service
 #                                                      (DESTDIR-aware; packages do this themselves)
 #   make install-service                               only the service files
@@ -32,7 +34,7 @@ SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
 
-.PHONY: all modules preflight clean install install-service install-dkms-source uninstall check vmtest racetest demo test-kernel
+.PHONY: all modules preflight clean install install-service install-dkms-source uninstall check vmtest racetest demo bench test-kernel
 
 all: modules
 
@@ -103,6 +105,10 @@ racetest:
 
 demo:
 	tests/demo.sh
+
+# Registration timed in the emulated world; rewrites Documentation/performance.md's figures.
+bench:
+	tests/run.sh bench
 
 test-kernel:
 	@tests/kernel/setup-host.sh && tests/kernel/build-kernel.sh

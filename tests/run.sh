@@ -7,7 +7,7 @@
 # The VM scenarios run once per emulated world of the matrix (NVIDIA driver generation x
 # MLNX_OFED core, tests/README.md); NVPM_MATRIX_<line> (e.g. NVPM_MATRIX_7="r580:24.x")
 # overrides a kernel line's list.
-# usage: tests/run.sh all|vm|host [SCENARIO...]
+# usage: tests/run.sh all|vm|host [SCENARIO...] | tests/run.sh bench
 # Prints one result line per kernel and ends with "N passed, N failed"; exits non-zero if
 # anything failed.
 set -uo pipefail
@@ -58,6 +58,20 @@ if [ "$mode" = all ]; then
 fi
 dkms_deb=$(ls "$packages"/deb/nvidia-peer-memory-dkms_*_all.deb 2>/dev/null | tail -n 1)
 service_deb=$(ls "$packages"/deb/nvidia-peer-memory_*_all.deb 2>/dev/null | tail -n 1)
+
+# make bench: one boot of the newest kernel in the r580 x 24.x world with 1 GiB BARs; the figures
+# go to Documentation/perf/ and Documentation/performance.md (tests/bench/report.py).
+if [ "$mode" = bench ]; then
+	KLINE=${NVPM_KLINES:-7}
+	export KLINE
+	. "$here/build-world.sh"
+	[ $build_ok = 1 ] || die "the build failed, see $logs"
+	NVPM_GPU_MIB=${NVPM_BENCH_GPU_MIB:-1024} NVPM_VM_TIMEOUT=${NVPM_BENCH_TIMEOUT:-5400} \
+		NVPM_VM_APPEND="nvpm.nvidia=r580 nvpm.ibcore=24.x nvpm.cost_pct=${NVPM_BENCH_COST_PCT:-10000}" \
+		"$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$work/vm-bench" bench-vm
+	exec python3 "$top/tests/bench/report.py" "$work/vm-bench/console.log" \
+		"$top/Documentation/perf" "$top/Documentation/performance.md"
+fi
 
 for KLINE in ${NVPM_KLINES:-7 6.12}; do
 	export KLINE

@@ -14,9 +14,17 @@ scenarios=("$@")
 mkdir -p "$work"
 log=$work/console.log
 
-# Fresh GPU memory for every boot: scenarios may DMA-write into it.
+# Fresh GPU memory for every boot: scenarios may DMA-write into it. NVPM_GPU_MIB (make bench)
+# gives BARs of that size, zero-filled (the host's checksums then do not apply).
+bar=16
 for g in 0 1; do
-	cp "$(dirname "$initrd")/bars/gpu$g.img" "$work/gpu$g.img"
+	if [ -n "${NVPM_GPU_MIB:-}" ]; then
+		bar=$NVPM_GPU_MIB
+		rm -f "$work/gpu$g.img"
+		truncate -s "${bar}M" "$work/gpu$g.img"
+	else
+		cp "$(dirname "$initrd")/bars/gpu$g.img" "$work/gpu$g.img"
+	fi
 done
 
 # Where the devices sit. flat (default): every GPU and NIC on the root complex, the machine the
@@ -28,23 +36,23 @@ done
 case ${NVPM_VM_TOPOLOGY:-flat} in
 switch)
 	topology=(
-		-object memory-backend-file,id=gpu0,size=16M,share=on,mem-path="$work/gpu0.img"
+		-object "memory-backend-file,id=gpu0,size=${bar}M,share=on,mem-path=$work/gpu0.img"
 		-device ivshmem-plain,memdev=gpu0,bus=pcie.0,addr=0x10
 		-device edu,dma_mask=0xffffffffffffffff,bus=pcie.0,addr=0x11
 		-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=0,addr=0x4
 		-device x3130-upstream,id=sw0,bus=rp0
 		-device xio3130-downstream,id=sw0p0,bus=sw0,chassis=2,slot=0
 		-device xio3130-downstream,id=sw0p1,bus=sw0,chassis=3,slot=0
-		-object memory-backend-file,id=gpu1,size=16M,share=on,mem-path="$work/gpu1.img"
+		-object "memory-backend-file,id=gpu1,size=${bar}M,share=on,mem-path=$work/gpu1.img"
 		-device ivshmem-plain,memdev=gpu1,bus=sw0p0
 		-device edu,dma_mask=0xffffffffffffffff,bus=sw0p1
 	)
 	;;
 *)
 	topology=(
-		-object memory-backend-file,id=gpu0,size=16M,share=on,mem-path="$work/gpu0.img"
+		-object "memory-backend-file,id=gpu0,size=${bar}M,share=on,mem-path=$work/gpu0.img"
 		-device ivshmem-plain,memdev=gpu0
-		-object memory-backend-file,id=gpu1,size=16M,share=on,mem-path="$work/gpu1.img"
+		-object "memory-backend-file,id=gpu1,size=${bar}M,share=on,mem-path=$work/gpu1.img"
 		-device ivshmem-plain,memdev=gpu1
 		-device edu,dma_mask=0xffffffffffffffff
 		-device edu,dma_mask=0xffffffffffffffff
