@@ -90,19 +90,35 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 		for sc in "${scenarios[@]}"; do
 			case $sc in *-doctor) switched+=("$sc") ;; *) flat+=("$sc") ;; esac
 		done
+		# Every boot is a job; NVPM_VM_JOBS of them run at once (default: one per host core: a
+		# TCG machine keeps about one core busy), and their results are printed in order.
+		jobs_dir=$work/vm-jobs
+		rm -rf "$jobs_dir"
+		mkdir -p "$jobs_dir"
+		njobs=0
+		vm_job() { # vm_job PREFIX VM-DIR TOPOLOGY APPEND SCENARIO...
+			local prefix=$1 dir=$2 topo=$3 append=$4
+			shift 4
+			while [ "$(jobs -rp | wc -l)" -ge "${NVPM_VM_JOBS:-$(nproc)}" ]; do wait -n; done
+			njobs=$((njobs + 1))
+			echo "$prefix" >"$jobs_dir/$njobs.prefix"
+			NVPM_VM_TOPOLOGY=$topo NVPM_VM_APPEND=$append \
+				"$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$dir" "$@" >"$jobs_dir/$njobs.out" 2>&1 &
+		}
 		for world in $(matrix_for "$KLINE"); do
 			# NVPM_VM_REPEAT boots each world that many times (make racetest).
 			for ((rep = 1; rep <= ${NVPM_VM_REPEAT:-1}; rep++)); do
-				tag=$world
-				[ "${NVPM_VM_REPEAT:-1}" = 1 ] || tag=$world:run$rep
-				[ ${#flat[@]} = 0 ] || NVPM_VM_APPEND="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}" \
-					collect "$krel:$tag:" "$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" \
-					"$work/vm-${world/:/-}" "${flat[@]}"
-				[ ${#switched[@]} = 0 ] || NVPM_VM_TOPOLOGY=switch \
-					NVPM_VM_APPEND="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}" \
-					collect "$krel:$tag:switch:" "$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" \
-					"$work/vm-${world/:/-}-switch" "${switched[@]}"
+				tag=$world dir=$work/vm-${world/:/-}
+				[ "${NVPM_VM_REPEAT:-1}" = 1 ] || tag=$world:run$rep dir=$dir-run$rep
+				append="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}"
+				[ ${#flat[@]} = 0 ] || vm_job "$krel:$tag:" "$dir" flat "$append" "${flat[@]}"
+				[ ${#switched[@]} = 0 ] ||
+					vm_job "$krel:$tag:switch:" "$dir-switch" switch "$append" "${switched[@]}"
 			done
+		done
+		wait
+		for ((j = 1; j <= njobs; j++)); do
+			collect "$(cat "$jobs_dir/$j.prefix")" cat "$jobs_dir/$j.out"
 		done
 	fi
 	if [ "$mode" = all ] && [ $build_ok = 1 ]; then
