@@ -28,13 +28,19 @@ const fn kind<const PERSISTENT: bool>() -> ClientKind {
     }
 }
 
-/// An unknown context from ib_core: logged once and counted.
+/// An unknown context from ib_core: logged once and counted. Contexts are ids, counted up
+/// from 1; a value beyond `u32::MAX` is no id of ours and may be a kernel address, which the
+/// log must not show.
 fn refuse(kind: ClientKind, client_context: *mut c_void, op: &str) {
-    pr_err!(
-        "{}: unknown client context {:p} from ib_core\n",
-        op,
-        client_context
-    );
+    let value = client_context as usize;
+    if value <= u32::MAX as usize {
+        pr_err!("{}: unknown client context {} from ib_core\n", op, value);
+    } else {
+        pr_err!(
+            "{}: unknown client context from ib_core (not an id this module issued)\n",
+            op
+        );
+    }
     count(kind, Counter::ErrRefusedContext);
 }
 
@@ -220,8 +226,10 @@ unsafe extern "C" fn dma_unmap<const PERSISTENT: bool>(
     let Some(ctx) = lookup::<PERSISTENT>(client_context, "dma_unmap") else {
         return errno(EINVAL);
     };
-    ctx.dma_unmap();
-    0
+    match ctx.dma_unmap() {
+        Ok(()) => 0,
+        Err(e) => errno(e),
+    }
 }
 
 /// ib_core's `put_pages`.

@@ -291,19 +291,28 @@ impl Context {
 
     /// Undoes whatever ib_core left mapped or pinned (ib_core's `release`).
     pub(crate) fn release(self: &Arc<Self>) {
-        {
+        let mapped = {
             let mut phase = self.phase.lock();
             match &mut *phase {
-                Phase::Mapped(..) => pr_warn!(
-                    "release of a still-mapped registration at {:#x}: unmapping\n",
-                    self.va
-                ),
+                Phase::Mapped(..) => {
+                    pr_warn!(
+                        "release of a still-mapped registration at {:#x}: unmapping\n",
+                        self.va
+                    );
+                    true
+                }
                 // ib_core is done with the sg list of a revoked registration.
-                Phase::Revoked(sg) => drop(sg.take()),
-                _ => {}
+                Phase::Revoked(sg) => {
+                    drop(sg.take());
+                    false
+                }
+                _ => false,
             }
+        };
+        // Still mapped, or revoked by a free callback since: `dma_unmap` accepts both.
+        if mapped && self.dma_unmap().is_err() {
+            pr_err!("release at {:#x}: could not unmap\n", self.va);
         }
-        self.dma_unmap();
         self.put_pages();
     }
 }

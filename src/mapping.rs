@@ -63,14 +63,20 @@ impl Context {
             pin.table.free_revoked();
             return Err(self.freed_during_registration());
         }
+        // One log line per failure: `validate` names what is wrong with NVIDIA's answer itself;
+        // a failing NVIDIA call or sg list gets the line below.
+        let mut logged = false;
         let made = mapped.and_then(|dma| {
-            let runs = dma.validate(&pin.table).and_then(|()| {
-                sg_runs(
-                    dma.dma_addresses(),
-                    GPU_PAGE_SIZE,
-                    crate::params::coalesce_sg(),
-                )
-            });
+            if let Err(e) = dma.validate(&pin.table) {
+                logged = true;
+                dma.unmap(&pin.table);
+                return Err(e);
+            }
+            let runs = sg_runs(
+                dma.dma_addresses(),
+                GPU_PAGE_SIZE,
+                crate::params::coalesce_sg(),
+            );
             // SAFETY: `core_sgt` is ib_core's table for this registration (caller).
             match runs.and_then(|r| unsafe { SgCopy::create(core_sgt, &r) }) {
                 Ok(sg) => Ok(Mapping {
@@ -94,19 +100,22 @@ impl Context {
             Err(e) => {
                 *phase = Phase::Pinned(pin);
                 count(self.kind, Counter::ErrMapping);
-                pr_err!(
-                    "DMA-mapping GPU memory va={:#x} len={:#x} failed: {:?}\n",
-                    self.va,
-                    self.len,
-                    e
-                );
+                if !logged {
+                    pr_err!(
+                        "DMA-mapping GPU memory va={:#x} len={:#x} failed: {:?}\n",
+                        self.va,
+                        self.len,
+                        e
+                    );
+                }
                 Err(e)
             }
         }
     }
 
-    /// Unmaps (ib_core's `dma_unmap`; ib_core is done with the sg list).
-    pub(crate) fn dma_unmap(&self) {
+    /// Unmaps (ib_core's `dma_unmap`; ib_core is done with the sg list). Refused, with
+    /// nothing changed, where nothing is mapped: no core unmaps what it did not map.
+    pub(crate) fn dma_unmap(&self) -> Result {
         let mut phase = self.phase.lock();
         match core::mem::replace(&mut *phase, Phase::Acquired) {
             Phase::Mapped(pin, mapping) => {
@@ -116,7 +125,17 @@ impl Context {
             }
             // After the free callback: only the sg list is left, and ib_core hands it back.
             Phase::Revoked(_) => *phase = Phase::Revoked(None),
-            other => *phase = other,
+            other => {
+                count(self.kind, Counter::ErrRefusedContext);
+                pr_err!(
+                    "dma_unmap for va {:#x} in phase {}: refused\n",
+                    self.va,
+                    other.name()
+                );
+                *phase = other;
+                return Err(EINVAL);
+            }
         }
+        Ok(())
     }
 }
