@@ -12,6 +12,8 @@ for v in 1 0xdeadbeef 0xffff888000001000 0; do
 	check "client survives context $v" ctl_ib "bogus-context nv_mem $v"
 done
 check "each refusal logged" test "$(dmesg | grep -c 'nv_peer_mem: .*unknown client context')" -ge 12
+check "  without the pointer-sized values (no kernel address in the log)" \
+	sh -c "! dmesg | grep 'nv_peer_mem: ' | grep -qi 'ffff888000001000\|deadbeef'"
 check "MR 2 still registered" grep -q '^id=2 ' $IBC/regs
 dma_check 2 0x20000 "$GPU_VA + 0x20000"
 check "module reference count untouched" test "$(cat /sys/module/nv_peer_mem/refcnt)" = 1

@@ -19,6 +19,15 @@ check "  the module is the one DKMS built ($ko)" sh -c "case $ko in */updates/dk
 check "  same bytes as DKMS installed" test "$(sha256sum <"$ko")" = "$(cat /etc/nvpm/dkms-module.sha256)"
 run start
 check "start again: exit 0, nothing to do" test "$rc:$out" = "0:nv_peer_mem: already loaded"
+out=$(as_nobody "$svc" stop 2>&1); rc=$?
+check "stop by a user: exit 4 (LSB: insufficient privilege)" test $rc = 4
+check "  in one line" one_line "$out"
+check "  saying why" contains "$out" "only root can load or unload"
+check "  module still loaded" test -d /sys/module/nv_peer_mem
+out=$(as_nobody "$svc" restart 2>&1); rc=$?
+check "restart by a user: exit 4, module still loaded" sh -c "test $rc = 4 && test -d /sys/module/nv_peer_mem"
+out=$(as_nobody "$svc" status 2>&1); rc=$?
+check "status by a user: exit 0" test $rc = 0
 run status
 check "status: exit 0" test $rc = 0
 check "  loaded, version, no registrations" contains "$out" 'loaded (version 1.4.0), 0 live registrations$'
@@ -47,6 +56,8 @@ check "  nv_peer_mem unloaded" test ! -d /sys/module/nv_peer_mem
 check "  nvidia and ib_core left alone" sh -c 'test -d /sys/module/nvidia && test -d /sys/module/ib_core'
 run stop
 check "stop when stopped: exit 0" test $rc = 0
+out=$(as_nobody "$svc" start 2>&1); rc=$?
+check "start by a user: exit 4, nothing loaded" sh -c "test $rc = 4 && test ! -d /sys/module/nv_peer_mem"
 run restart
 check "restart from stopped: loaded" sh -c "test $rc = 0 && test -d /sys/module/nv_peer_mem"
 run force-reload
