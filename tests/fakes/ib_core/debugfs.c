@@ -14,7 +14,7 @@
 #include <linux/uaccess.h>
 
 #define FAKE_CTL_MAX 256
-#define FAKE_CTL_ARGS 8
+#define FAKE_CTL_ARGS 16
 
 static struct dentry *fake_dir;
 
@@ -139,6 +139,23 @@ static int fake_cmd_bench(int argc, char **argv)
 }
 
 /* reg-many <first id> <count> <dev> <addr> <len>: count registrations of one range. */
+/* stress <race> <iterations> <jitter_us> [dev] | stress clear */
+static int fake_cmd_stress(int argc, char **argv)
+{
+	unsigned long iters, jitter;
+
+	if (argc == 2 && !strcmp(argv[1], "clear")) {
+		fake_stress_clear();
+		return 0;
+	}
+	if (argc < 4 || argc > 5 || fake_parse_ul("iterations", argv[2], &iters) ||
+	    fake_parse_ul("jitter", argv[3], &jitter) || jitter > 100000) {
+		pr_err("ctl: usage: stress <race> <iterations> <jitter_us <= 100000> [dev] | stress clear\n");
+		return -EINVAL;
+	}
+	return fake_stress(argv[1], iters, jitter, argc == 5 ? argv[4] : "edu0");
+}
+
 static int fake_cmd_reg_many(int argc, char **argv)
 {
 	unsigned long first, count, i;
@@ -208,6 +225,10 @@ static int fake_ctl_exec(int argc, char **argv)
 	}
 	if (!strcmp(argv[0], "bench"))
 		return fake_cmd_bench(argc, argv);
+	if (!strcmp(argv[0], "call"))
+		return fake_calls(argc, argv);
+	if (!strcmp(argv[0], "stress"))
+		return fake_cmd_stress(argc, argv);
 	if (!strcmp(argv[0], "reg-many"))
 		return fake_cmd_reg_many(argc, argv);
 	if (!strcmp(argv[0], "dereg-many")) {
@@ -363,6 +384,20 @@ static int fake_bench_f_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(fake_bench_f);
 
+static int fake_calls_f_show(struct seq_file *m, void *unused)
+{
+	fake_calls_show(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(fake_calls_f);
+
+static int fake_stress_f_show(struct seq_file *m, void *unused)
+{
+	fake_stress_show(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(fake_stress_f);
+
 int fake_debugfs_init(void)
 {
 	fake_dir = debugfs_create_dir("fake_ib_core", NULL);
@@ -377,6 +412,8 @@ int fake_debugfs_init(void)
 	debugfs_create_file("dma_buf", 0644, fake_dir, NULL, &fake_dma_buf_fops);
 	debugfs_create_file("stats", 0444, fake_dir, NULL, &fake_stats_f_fops);
 	debugfs_create_file("bench", 0444, fake_dir, NULL, &fake_bench_f_fops);
+	debugfs_create_file("calls", 0444, fake_dir, NULL, &fake_calls_f_fops);
+	debugfs_create_file("stress", 0444, fake_dir, NULL, &fake_stress_f_fops);
 	return 0;
 }
 

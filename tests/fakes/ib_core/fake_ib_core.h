@@ -147,6 +147,11 @@ struct fake_client *fake_client_acquire(unsigned long id, u64 addr, u64 len,
 void fake_client_set_kobj(struct fake_client *c, struct kobject *kobj);
 bool fake_client_name_has_sysfs(const char *name);
 int fake_client_poke_bogus(const char *name, u64 value);
+struct fake_client *fake_client_by_name(const char *name);
+
+/* calls.c: "call", a misbehaving core */
+int fake_calls(int argc, char **argv);
+void fake_calls_show(struct seq_file *m);
 void fake_clients_show(struct seq_file *m);
 int fake_peer_init(void);
 void fake_peer_exit(void);
@@ -249,6 +254,7 @@ extern atomic_t fake_stat_unmaps_in_invalidate;
 int fake_mr_reg(unsigned long id, const char *dev, u64 addr, u64 len, bool ro,
 		bool cq);
 int fake_mr_dereg(unsigned long id, bool worker);
+bool fake_mr_exists(unsigned long id);
 int fake_mr_read(unsigned long id, u64 off, u64 len);
 int fake_mr_write(unsigned long id, u64 off, u64 len);
 void fake_mr_get(struct fake_mr *mr);
@@ -271,6 +277,13 @@ int fake_bench(const char *tag, const char *devname, u64 addr, u64 len,
 void fake_bench_clear(void);
 void fake_bench_show(struct seq_file *m);
 void fake_bench_exit(void);
+
+/* stress.c: races in the kernel (fake-only) */
+int fake_stress(const char *race, unsigned long iters, unsigned int jitter_us,
+		const char *dev);
+void fake_stress_clear(void);
+void fake_stress_show(struct seq_file *m);
+void fake_stress_exit(void);
 int fake_sg_segs(struct fake_mr *mr, struct fake_seg **segs, u64 *base);
 
 /* core_v5.c */

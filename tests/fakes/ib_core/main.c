@@ -80,6 +80,7 @@ static void __exit fake_ib_core_exit(void)
 	/* No more commands; then nothing can create registrations. */
 	fake_debugfs_exit();
 	fake_bench_exit();
+	fake_stress_exit();
 	fake_mr_exit();
 	fake_nic_exit();
 	fake_peer_exit();

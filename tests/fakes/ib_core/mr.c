@@ -157,6 +157,11 @@ static void fake_dereg_workfn(struct work_struct *work)
 	fake_mr_teardown(w->mr);
 }
 
+bool fake_mr_exists(unsigned long id)
+{
+	return xa_load(&fake_mrs, id);
+}
+
 int fake_mr_dereg(unsigned long id, bool worker)
 {
 	struct fake_mr *mr;

@@ -375,6 +375,23 @@ void fake_peer_exit(void)
 	spin_unlock(&fake_all_lock);
 }
 
+/* The registered client of that name, with a reference; NULL if none. */
+struct fake_client *fake_client_by_name(const char *name)
+{
+	struct fake_client *c, *found = NULL;
+
+	mutex_lock(&fake_clients_lock);
+	list_for_each_entry(c, &fake_clients, node) {
+		if (!strcmp(c->name, name)) {
+			kref_get(&c->ref);
+			found = c;
+			break;
+		}
+	}
+	mutex_unlock(&fake_clients_lock);
+	return found;
+}
+
 /*
  * Test hook for "a buggy core": hand @name's client a client_context it
  * never gave out.  A robust client refuses it instead of dereferencing it.
@@ -382,23 +399,16 @@ void fake_peer_exit(void)
 int fake_client_poke_bogus(const char *name, u64 value)
 {
 	void *ctx = (void *)(uintptr_t)value;
-	const struct peer_memory_client *ops = NULL;
+	const struct peer_memory_client *ops;
 	struct fake_client *c;
 	int ret;
 
-	mutex_lock(&fake_clients_lock);
-	list_for_each_entry(c, &fake_clients, node) {
-		if (!strcmp(c->name, name)) {
-			kref_get(&c->ref);
-			ops = c->ops;
-			break;
-		}
-	}
-	mutex_unlock(&fake_clients_lock);
-	if (!ops) {
+	c = fake_client_by_name(name);
+	if (!c) {
 		pr_err("bogus-context: no client named %s\n", name);
 		return -ENOENT;
 	}
+	ops = c->ops;
 	ret = ops->get_pages(0x10000, 0x10000, 1, 0, NULL, ctx, 0);
 	pr_info("bogus-context: %s get_pages(%p) returned %d\n", name, ctx, ret);
 	ret = ops->dma_unmap(NULL, ctx, NULL);

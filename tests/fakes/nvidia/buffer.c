@@ -5,6 +5,7 @@
  */
 #define pr_fmt(fmt) "fake_nvidia: " fmt
 
+#include <linux/export.h>
 #include <linux/sched.h>
 #include <linux/ktime.h>
 #include <linux/slab.h>
@@ -113,6 +114,8 @@ unlock:
 	mutex_unlock(&fnv_lock);
 	return ret;
 }
+/* For the fake ib_core's in-kernel stress races (looked up with symbol_get). */
+EXPORT_SYMBOL_GPL(fnv_buffer_alloc);
 
 /*
  * The unfreed buffer wholly containing [va, va + len), or NULL.
@@ -205,6 +208,8 @@ int fnv_buffer_free(u64 va)
 	fnv_api_unlock();
 	return 0;
 }
+/* For the fake ib_core's in-kernel stress races (looked up with symbol_get). */
+EXPORT_SYMBOL_GPL(fnv_buffer_free);
 
 /* Module exit, after fnv_p2p_teardown(): drop whatever is left. */
 void fnv_buffers_teardown(void)

@@ -74,6 +74,8 @@ static int fnv_dma_map_locked(struct pci_dev *peer, struct fnv_table *t,
 			FNV_BAD_MAPPING_VERSION : NVIDIA_P2P_DMA_MAPPING_VERSION;
 	fm->m.page_size_type = t->pt.page_size;
 	fm->m.entries = fm->npages;
+	if (fault->kind == FNV_FAULT_ENTRIES)
+		fm->m.entries--;	/* the fake itself keeps using npages */
 	fm->m.dma_addresses = fm->dma;
 	fm->m.private = fm;
 	fm->m.pci_dev = peer;

@@ -137,6 +137,7 @@ enum fnv_death {
 
 struct fnv_tomb {
 	struct list_head node;		/* on fnv_tombs, newest last */
+	struct hlist_node hnode;	/* in fnv_tomb_hash, by @ptr */
 	const void *ptr;
 	u64 va;
 	u64 len;
@@ -271,12 +272,14 @@ enum fnv_fault {
 	FNV_FAULT_VERSION,
 	FNV_FAULT_SLEEP,	/* stall before the API lock, then go on */
 	FNV_FAULT_SLEEP_LOCKED,	/* stall holding the API lock, then go on */
+	FNV_FAULT_ENTRIES,	/* a table or mapping one entry short */
 };
 
 struct fnv_fault_req {
 	enum fnv_fault kind;
 	int err;
 	unsigned int sleep_ms;
+	unsigned int page_size;	/* FNV_FAULT_PAGESIZE: the page_size type */
 };
 
 extern const char *const fnv_op_names[FNV_OP_NR];

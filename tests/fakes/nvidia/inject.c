@@ -45,6 +45,7 @@ void fnv_inject_take(enum fnv_op op, struct fnv_fault_req *req)
 	req->kind = FNV_FAULT_NONE;
 	req->err = 0;
 	req->sleep_ms = 0;
+	req->page_size = 0;
 
 	spin_lock(&fnv_inject_lock);
 	if (inj->count) {
@@ -60,7 +61,12 @@ void fnv_inject_take(enum fnv_op op, struct fnv_fault_req *req)
 		pr_info("%s: injected failure %d\n", fnv_op_names[op], req->err);
 		break;
 	case FNV_FAULT_PAGESIZE:
-		pr_info("%s: injected page size 128 KiB\n", fnv_op_names[op]);
+		pr_info("%s: injected page size type %u\n", fnv_op_names[op],
+			req->page_size);
+		break;
+	case FNV_FAULT_ENTRIES:
+		pr_info("%s: injected entry count one short\n",
+			fnv_op_names[op]);
 		break;
 	case FNV_FAULT_VERSION:
 		pr_info("%s: injected bad version\n", fnv_op_names[op]);
@@ -132,6 +138,7 @@ static bool fnv_fault_applies(enum fnv_op op, enum fnv_fault kind)
 		return op == FNV_OP_GET_PAGES ||
 		       op == FNV_OP_GET_PAGES_PERSISTENT;
 	case FNV_FAULT_VERSION:
+	case FNV_FAULT_ENTRIES:
 		return op == FNV_OP_GET_PAGES ||
 		       op == FNV_OP_GET_PAGES_PERSISTENT ||
 		       op == FNV_OP_DMA_MAP_PAGES;
@@ -146,6 +153,7 @@ static int fnv_parse_fault(const char *s, struct fnv_fault_req *req)
 
 	req->err = 0;
 	req->sleep_ms = 0;
+	req->page_size = 0;
 	if (str_has_prefix(s, "sleep_locked:")) {
 		req->kind = FNV_FAULT_SLEEP_LOCKED;
 		if (kstrtouint(s + 13, 0, &req->sleep_ms) || !req->sleep_ms ||
@@ -162,6 +170,18 @@ static int fnv_parse_fault(const char *s, struct fnv_fault_req *req)
 	}
 	if (!strcmp(s, "pagesize")) {
 		req->kind = FNV_FAULT_PAGESIZE;
+		req->page_size = NVIDIA_P2P_PAGE_SIZE_128KB;
+		return 0;
+	}
+	if (str_has_prefix(s, "pagesize:")) {
+		req->kind = FNV_FAULT_PAGESIZE;
+		if (kstrtouint(s + 9, 0, &req->page_size) ||
+		    req->page_size >= NVIDIA_P2P_PAGE_SIZE_COUNT)
+			return -EINVAL;
+		return 0;
+	}
+	if (!strcmp(s, "entries")) {
+		req->kind = FNV_FAULT_ENTRIES;
 		return 0;
 	}
 	if (!strcmp(s, "version")) {
@@ -190,7 +210,7 @@ int fnv_inject_command(int argc, char **argv)
 	}
 
 	if (argc < 3 || argc > 4) {
-		pr_err("ctl: usage: inject <op> <errno|pagesize|version|sleep:MS|sleep_locked:MS> [count] | inject clear\n");
+		pr_err("ctl: usage: inject <op> <errno|pagesize[:TYPE]|version|entries|sleep:MS|sleep_locked:MS> [count] | inject clear\n");
 		return -EINVAL;
 	}
 
@@ -205,7 +225,7 @@ int fnv_inject_command(int argc, char **argv)
 		return -EOPNOTSUPP;
 	}
 	if (fnv_parse_fault(argv[2], &req)) {
-		pr_err("ctl: inject: '%s' is neither a negative errno, pagesize, version, sleep:MS nor sleep_locked:MS (1..60000)\n",
+		pr_err("ctl: inject: '%s' is neither a negative errno, pagesize[:0..2], version, entries, sleep:MS nor sleep_locked:MS (1..60000)\n",
 		       argv[2]);
 		return -EINVAL;
 	}

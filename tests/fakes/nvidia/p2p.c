@@ -101,7 +101,9 @@ int fnv_p2p_get_pages(enum fnv_op op, u64 va, u64 len,
 	t->free_callback = free_callback;
 	t->data = data;
 	if (fault->kind == FNV_FAULT_PAGESIZE)
-		t->pt.page_size = NVIDIA_P2P_PAGE_SIZE_128KB;
+		t->pt.page_size = fault->page_size;
+	else if (fault->kind == FNV_FAULT_ENTRIES)
+		t->pt.entries--;	/* the fake itself keeps using npages */
 	else if (fault->kind == FNV_FAULT_VERSION)
 		t->pt.version = FNV_BAD_TABLE_VERSION;
 	fnv_table_pin(t, buf);

@@ -19,6 +19,7 @@
 
 #include <linux/build_bug.h>
 #include <linux/dma-mapping.h>
+#include <linux/hashtable.h>
 #include <linux/pci.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -49,6 +50,8 @@ static_assert(offsetof(struct nvidia_p2p_dma_mapping, pci_dev) == 32);
 #define FNV_MAX_TOMBS	4096
 
 static LIST_HEAD(fnv_tombs);
+/* By address: every table creation and lookup finds a tomb without walking them all. */
+static DEFINE_HASHTABLE(fnv_tomb_hash, 10);
 static unsigned int fnv_ntombs;
 static atomic64_t fnv_death_seq = ATOMIC64_INIT(0);
 static u64 fnv_next_id;
@@ -62,6 +65,7 @@ u64 fnv_seq_now(void)
 static void fnv_tomb_del(struct fnv_tomb *tomb)
 {
 	list_del(&tomb->node);
+	hash_del(&tomb->hnode);
 	fnv_ntombs--;
 	kfree(tomb);
 }
@@ -69,9 +73,11 @@ static void fnv_tomb_del(struct fnv_tomb *tomb)
 /* A new table got the address of a dead one: the old tomb is moot. */
 static void fnv_tomb_forget(const void *ptr)
 {
-	struct fnv_tomb *tomb, *next;
+	struct hlist_node *next;
+	struct fnv_tomb *tomb;
 
-	list_for_each_entry_safe(tomb, next, &fnv_tombs, node)
+	hash_for_each_possible_safe(fnv_tomb_hash, tomb, next, hnode,
+				    (unsigned long)ptr)
 		if (tomb->ptr == ptr)
 			fnv_tomb_del(tomb);
 }
@@ -90,6 +96,7 @@ static void fnv_tomb_add(const struct fnv_table *t, enum fnv_death how)
 	tomb->seq = seq;
 	tomb->how = how;
 	list_add_tail(&tomb->node, &fnv_tombs);
+	hash_add(fnv_tomb_hash, &tomb->hnode, (unsigned long)tomb->ptr);
 	if (++fnv_ntombs > FNV_MAX_TOMBS)
 		fnv_tomb_del(list_first_entry(&fnv_tombs, struct fnv_tomb,
 					      node));
@@ -278,7 +285,8 @@ enum fnv_pt_state fnv_table_resolve(const struct nvidia_p2p_page_table *pt,
 			return FNV_PT_TABLE;
 		}
 	}
-	list_for_each_entry_reverse(tomb, &fnv_tombs, node) {
+	/* At most one tomb per address: a new table there forgets the old one. */
+	hash_for_each_possible(fnv_tomb_hash, tomb, hnode, (unsigned long)pt) {
 		if (tomb->ptr == pt) {
 			*tombp = tomb;
 			return tomb->seq > since ? FNV_PT_DIED_DURING :
