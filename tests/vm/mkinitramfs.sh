@@ -25,6 +25,7 @@ mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc/nvpm,tests/scenarios,tests/servi
 cp /bin/busybox "$root/bin/busybox"
 install -m 755 "$here/init" "$root/init"
 install -m 644 "$here/lib.sh" "$here/cleanup.sh" "$here/demo.sh" "$here/../bench/bench-vm.sh" "$root/tests/"
+install -m 644 "$here/../bad-inputs/table.txt" "$root/tests/bad-inputs.txt"
 install -m 644 "$here"/../scenarios/*.sh "$root/tests/scenarios/"
 install -m 644 "$here"/../service/*.sh "$root/tests/service/"
 cp "$sha_dir"/*.sha256 "$root/etc/nvpm/"
