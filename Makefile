@@ -6,6 +6,7 @@
 #   make check                                         every test; ends with "N passed, N failed"
 #   make vmtest                                        only the VM scenarios
 #   make racetest                                      the race scenarios, NVPM_RACE_RUNS boots per world
+#   make stress                                        the in-kernel races, NVPM_STRESS_ITERS (100000) per race
 #   make bench                                         registration timed in the VM; rewrites
 #                                                      Documentation/performance.md
 #   make install / uninstall                           hand install of the module and the service
@@ -34,7 +35,7 @@ SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
 
-.PHONY: all modules preflight clean install install-service install-dkms-source uninstall check vmtest racetest demo bench test-kernel
+.PHONY: all modules preflight clean install install-service install-dkms-source uninstall check vmtest racetest stress demo bench test-kernel
 
 all: modules
 
@@ -102,6 +103,13 @@ racetest:
 	NVPM_VM_REPEAT=$(NVPM_RACE_RUNS) NVPM_MATRIX_7="r580:24.x r515:5.x r470:4.9" \
 		NVPM_MATRIX_6_12="r580:24.x r470:4.9" tests/run.sh vm \
 		13-free-races 17-free-at-every-step 18-driver-hazard 19-worker-teardown
+
+# The in-kernel races at full length: scenario 29 with NVPM_STRESS_ITERS iterations per race
+# (make check runs 5000) in the newest and the oldest world of the newest kernel.
+NVPM_STRESS_ITERS ?= 100000
+stress:
+	NVPM_VM_EXTRA_APPEND="nvpm.stress_iters=$(NVPM_STRESS_ITERS)" NVPM_VM_TIMEOUT=36000 \
+		NVPM_KLINES=7 NVPM_MATRIX_7="r580:24.x r470:4.9" tests/run.sh vm 29-stress
 
 demo:
 	tests/demo.sh

@@ -86,10 +86,21 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 			mapfile -t scenarios < <(cd "$top/tests/scenarios" && for f in *.sh; do echo "${f%.sh}"; done)
 		fi
 		# The doctor boots the machine with a PCIe switch (run-vm.sh), the others the flat one.
-		flat=() switched=()
+		# Two scenarios cost minutes and run in fewer worlds (time budget: tests/README.md):
+		# the bad-input table (28) in each line's first and last world (newest and oldest
+		# driver and core, which differ in the most places), the in-kernel stress (29) in the
+		# first world of the first line (make stress runs it long in two worlds).
+		flat=() switched=() edges=() once=()
 		for sc in "${scenarios[@]}"; do
-			case $sc in *-doctor) switched+=("$sc") ;; *) flat+=("$sc") ;; esac
+			case $sc in
+			*-doctor) switched+=("$sc") ;;
+			*-bad-inputs) edges+=("$sc") ;;
+			*-stress) once+=("$sc") ;;
+			*) flat+=("$sc") ;;
+			esac
 		done
+		worlds=$(matrix_for "$KLINE")
+		first_world=${worlds%% *} last_world=${worlds##* }
 		# Every boot is a job; NVPM_VM_JOBS of them run at once (default: one per host core: a
 		# TCG machine keeps about one core busy), and their results are printed in order.
 		jobs_dir=$work/vm-jobs
@@ -105,17 +116,25 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 			NVPM_VM_TOPOLOGY=$topo NVPM_VM_APPEND=$append \
 				"$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$dir" "$@" >"$jobs_dir/$njobs.out" 2>&1 &
 		}
-		for world in $(matrix_for "$KLINE"); do
+		for world in $worlds; do
 			# NVPM_VM_REPEAT boots each world that many times (make racetest).
 			for ((rep = 1; rep <= ${NVPM_VM_REPEAT:-1}; rep++)); do
 				tag=$world dir=$work/vm-${world/:/-}
 				[ "${NVPM_VM_REPEAT:-1}" = 1 ] || tag=$world:run$rep dir=$dir-run$rep
-				append="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}"
-				[ ${#flat[@]} = 0 ] || vm_job "$krel:$tag:" "$dir" flat "$append" "${flat[@]}"
+				append="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}${NVPM_VM_EXTRA_APPEND:+ $NVPM_VM_EXTRA_APPEND}"
+				these=("${flat[@]}")
+				if [ "$world" = "$first_world" ] || [ "$world" = "$last_world" ]; then
+					these+=("${edges[@]}")
+				fi
+				if [ "$world" = "$first_world" ] && [ -z "${once_done:-}" ]; then
+					these+=("${once[@]}")
+				fi
+				[ ${#these[@]} = 0 ] || vm_job "$krel:$tag:" "$dir" flat "$append" "${these[@]}"
 				[ ${#switched[@]} = 0 ] ||
 					vm_job "$krel:$tag:switch:" "$dir-switch" switch "$append" "${switched[@]}"
 			done
 		done
+		once_done=1
 		wait
 		for ((j = 1; j <= njobs; j++)); do
 			collect "$(cat "$jobs_dir/$j.prefix")" cat "$jobs_dir/$j.out"
@@ -189,6 +208,12 @@ if [ "$mode" != vm ] && [ $build_ok = 1 ]; then
 		got=$(cd "$dest" && find . -type f | sort | paste -sd ' ') && [ "$got" = "$want" ]; then
 		result PASS make-install
 	else result FAIL make-install "got '${got:-}', wanted '$want'; see $logs/install.log"; fi
+	# The least mode that works: programs 0755, everything else 0644; nothing writable by others.
+	want_modes="644 ./etc/infiniband/nv_peer_mem.conf 755 ./etc/init.d/nv_peer_mem 644 ./lib/modules/$krel/updates/nv_peer_mem.ko 644 ./lib/systemd/system/nv_peer_mem.service 755 ./usr/libexec/nv_peer_mem/nv_peer_mem-doctor 755 ./usr/libexec/nv_peer_mem/nv_peer_mem-service"
+	if got=$(cd "$dest" && find . -type f | sort | xargs stat -c '%a %n' | paste -sd ' ') &&
+		[ "$got" = "$want_modes" ]; then
+		result PASS make-install-modes
+	else result FAIL make-install-modes "got '${got:-}', wanted '$want_modes'"; fi
 	echo ONBOOT=no >"$dest/etc/infiniband/nv_peer_mem.conf"
 	if module_make "$build_dir/module" uninstall DESTDIR="$dest" KVER="$krel" >>"$logs/install.log" 2>&1 &&
 		got=$(cd "$dest" && find . -type f | paste -sd ' ') && [ "$got" = ./etc/infiniband/nv_peer_mem.conf ]; then

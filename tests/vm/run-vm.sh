@@ -59,7 +59,12 @@ switch)
 	)
 	;;
 esac
-timeout_s=${NVPM_VM_TIMEOUT:-$((300 + 90 * ${#scenarios[@]}))}
+# A boot's time limit: 90 s a scenario, 40 minutes for the in-kernel stress (29).
+budget=$((300 + 90 * ${#scenarios[@]}))
+for s in "${scenarios[@]}"; do
+	case $s in *-stress) budget=$((budget + 2400)) ;; esac
+done
+timeout_s=${NVPM_VM_TIMEOUT:-$budget}
 list=$(IFS=,; echo "${scenarios[*]}")
 start=$SECONDS
 timeout --foreground "$timeout_s" qemu-system-x86_64 \
@@ -67,7 +72,7 @@ timeout --foreground "$timeout_s" qemu-system-x86_64 \
 	-device intel-iommu,intremap=on \
 	-nographic -no-reboot -serial stdio -monitor none -nic none \
 	-kernel "$kbuild/arch/x86/boot/bzImage" -initrd "$initrd" \
-	-append "console=ttyS0 panic=-1 loglevel=1 intel_iommu=on iommu.strict=1 kasan.fault=report nvpm.scenarios=$list${NVPM_VM_APPEND:+ $NVPM_VM_APPEND}" \
+	-append "console=ttyS0 panic=-1 loglevel=1 log_buf_len=16M intel_iommu=on iommu.strict=1 kasan.fault=report nvpm.scenarios=$list${NVPM_VM_APPEND:+ $NVPM_VM_APPEND}" \
 	"${topology[@]}" \
 	</dev/null >"$log" 2>&1
 qrc=$?

@@ -1,0 +1,90 @@
+# shellcheck shell=sh
+# Races run in the kernel (the fake ib_core's "stress", tests/fakes/INTERFACE.md): registration,
+# deregistration, deregistration on a worker and overlapping registrations, each against
+# cudaFree at a random moment; concurrent registrations on both NICs; and rmmod nv_peer_mem
+# attempts against all of that. NVPM_STRESS_ITERS iterations per race (kernel command line
+# nvpm.stress_iters=, default 5000; make stress: 100000). Afterwards nothing may be left:
+# pins, mappings, contexts, module references, MRs, the module's gauges; and no kernel report.
+ITERS=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.stress_iters=//p')
+: "${ITERS:=5000}"
+CHUNK=500
+BAD='BUG:|WARNING:|KASAN|kmemleak:|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|INFO: task .* blocked|Oops|general protection|FAKE-VIOLATION|Kernel panic|sleeping function called from invalid context|UBSAN|list_add corruption|refcount_t:'
+: >/tmp/stress.bad
+: >/tmp/stress.tail
+loglines=0
+# Move the kernel log out of the ring buffer after every chunk (a long run would overflow it):
+# kernel reports are kept for the harness, the rest only counted.
+drain() {
+	dmesg -c >/tmp/stress.chunk
+	grep -E "$BAD" /tmp/stress.chunk >>/tmp/stress.bad
+	tail -n 20 /tmp/stress.chunk >/tmp/stress.tail
+	loglines=$((loglines + $(wc -l </tmp/stress.chunk)))
+}
+# The module's own counters (nv_mem), to show where the races landed.
+COUNTERS="registrations invalidations err_not_mine err_freed_during_registration err_refused_context"
+counters() {
+	for c in $COUNTERS; do printf '%s ' "$(nvpm_stat nv_mem "$c" 2>/dev/null || echo 0)"; done
+}
+# run RACE JITTER_US: ITERS iterations in chunks; one summary line.
+run() {
+	race=$1 jitter=$2 done_iters=0 rc=0
+	ctl_ib "stress clear"
+	before=$(counters)
+	t0=$(cut -d' ' -f1 /proc/uptime)
+	while [ $done_iters -lt "$ITERS" ]; do
+		n=$((ITERS - done_iters))
+		[ $n -gt $CHUNK ] && n=$CHUNK
+		if ! ctl_ib "stress $race $n $jitter"; then rc=1; drain; break; fi
+		done_iters=$((done_iters + n))
+		drain
+	done
+	t1=$(cut -d' ' -f1 /proc/uptime)
+	# Sum the chunks' outcome counters of this race.
+	sum=$(grep "race=$race " $IBC/stress | tr ' ' '\n' | grep '=' | grep -v '^race=\|^jitter_us=' |
+		awk -F= '{ s[$1] += $2; if (!($1 in o)) { o[$1] = n++ } } END { for (k in o) k2[o[k]] = k; for (i = 0; i < n; i++) printf "%s=%d ", k2[i], s[k2[i]] }')
+	module=$(echo "$COUNTERS|$before|$(counters)" | awk -F'|' '{
+		n = split($1, name, " "); split($2, b, " "); split($3, a, " ")
+		for (i = 1; i <= n; i++) printf "nv_peer_mem.%s=%d ", name[i], a[i] - b[i] }')
+	echo "stress: $race: ${sum}${module}seconds=$(echo "$t1 $t0" | awk '{ printf "%.0f", $1 - $2 }')"
+	check "$race: $ITERS iterations, no unexpected outcome" sh -c "test $rc = 0 && echo '$sum' | grep -q 'iterations=$ITERS ' && echo '$sum' | grep -q ' unexpected=0 '"
+}
+
+check "load" load_world
+run reg-free 5000
+run dereg-free 1500
+run worker-free 1500
+run overlap-free 1500
+
+# Registrations on both NICs at once, while a shell loop runs rmmod nv_peer_mem (and modprobe
+# again when it went): the module must either refuse (a registration holds it) or leave
+# cleanly, never in between; a registration while it is gone finds no client (EFAULT).
+rm -f /tmp/rmmod.stop
+(
+	ok_n=0 busy_n=0
+	while [ ! -e /tmp/rmmod.stop ]; do
+		if rmmod nv_peer_mem 2>/dev/null; then
+			ok_n=$((ok_n + 1))
+			modprobe nv_peer_mem
+		else busy_n=$((busy_n + 1)); fi
+	done
+	echo "$ok_n $busy_n" >/tmp/rmmod.counts
+) &
+run many 0
+touch /tmp/rmmod.stop
+wait
+read -r unloaded refused </tmp/rmmod.counts
+echo "stress: rmmod: unloaded=$unloaded refused=$refused (during $ITERS iterations of many)"
+check "rmmod attempts were made" test $((unloaded + refused)) -gt 0
+check "nv_peer_mem loaded at the end" sh -c "test -d /sys/module/nv_peer_mem || modprobe nv_peer_mem"
+
+drain
+echo "stress: kernel log lines: $loglines"
+check "no MR left in ib_core" test "$(ib_stat regs)" = 0
+check "no FAKE-VIOLATION" test "$(ib_stat violations)$(nv_stat violations)" = 00
+expect_nv_clean "after the races"
+check "no context holds the module" test "$(cat /sys/module/nv_peer_mem/refcnt)" = 0
+check "unload" unload_world
+# Kernel reports of every chunk, for the harness's scan; and the last lines for context.
+sed 's/^/KLOG: /' /tmp/stress.bad
+sed 's/^/KLOG: (last) /' /tmp/stress.tail
+finish
