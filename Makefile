@@ -109,6 +109,7 @@ racetest:
 NVPM_STRESS_ITERS ?= 100000
 stress:
 	NVPM_VM_EXTRA_APPEND="nvpm.stress_iters=$(NVPM_STRESS_ITERS)" NVPM_VM_TIMEOUT=36000 \
+		NVPM_TESTING_REPORT="make stress NVPM_STRESS_ITERS=$(NVPM_STRESS_ITERS)" \
 		NVPM_KLINES=7 NVPM_MATRIX_7="r580:24.x r470:4.9" tests/run.sh vm 29-stress
 
 demo:

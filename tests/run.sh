@@ -90,12 +90,13 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 		# the bad-input table (28) in each line's first and last world (newest and oldest
 		# driver and core, which differ in the most places), the in-kernel stress (29) in the
 		# first world of the first line (make stress runs it long in two worlds).
+		# Scenarios named on the command line run in every world.
 		flat=() switched=() edges=() once=()
 		for sc in "${scenarios[@]}"; do
-			case $sc in
+			case $#:$sc in
 			*-doctor) switched+=("$sc") ;;
-			*-bad-inputs) edges+=("$sc") ;;
-			*-stress) once+=("$sc") ;;
+			0:*-bad-inputs) edges+=("$sc") ;;
+			0:*-stress) once+=("$sc") ;;
 			*) flat+=("$sc") ;;
 			esac
 		done
@@ -106,12 +107,13 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 		jobs_dir=$work/vm-jobs
 		rm -rf "$jobs_dir"
 		mkdir -p "$jobs_dir"
-		njobs=0
+		njobs=0 job_logs=()
 		vm_job() { # vm_job PREFIX VM-DIR TOPOLOGY APPEND SCENARIO...
 			local prefix=$1 dir=$2 topo=$3 append=$4
 			shift 4
 			while [ "$(jobs -rp | wc -l)" -ge "${NVPM_VM_JOBS:-$(nproc)}" ]; do wait -n; done
 			njobs=$((njobs + 1))
+			job_logs+=("$dir/console.log")
 			echo "$prefix" >"$jobs_dir/$njobs.prefix"
 			NVPM_VM_TOPOLOGY=$topo NVPM_VM_APPEND=$append \
 				"$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$dir" "$@" >"$jobs_dir/$njobs.out" 2>&1 &
@@ -139,6 +141,11 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 		for ((j = 1; j <= njobs; j++)); do
 			collect "$(cat "$jobs_dir/$j.prefix")" cat "$jobs_dir/$j.out"
 		done
+		# make stress: its figures go to Documentation/testing.md, with the command.
+		if [ -n "${NVPM_TESTING_REPORT:-}" ]; then
+			python3 "$top/tests/testing-report.py" "$NVPM_TESTING_REPORT" \
+				"$top/Documentation/testing.md" "${job_logs[@]}"
+		fi
 	fi
 	if [ "$mode" = all ] && [ $build_ok = 1 ]; then
 		if [ -n "$dkms_deb" ] && [ -n "$service_deb" ]; then

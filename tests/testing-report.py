@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Rewrite the figures in Documentation/testing.md from VM console logs.
+
+usage: testing-report.py COMMAND DOC CONSOLE-LOG...
+
+COMMAND is the command that produced the logs (printed with the figures). From each log that
+ran scenario 29 it takes the "stress: ..." lines; from each that ran scenario 28, the table
+and its "bad inputs: N tried, N as expected" line. The kernel and world of each log come from
+its VM-READY line.
+"""
+import re
+import sys
+
+READY = re.compile(r"VM-READY kernel (\S+) nvidia (\S+) ib_core (\S+)")
+
+
+def block(text, name):
+    m = re.search(r"^=== BEGIN %s\r?$(.*?)^=== END %s rc=(\d+)" % (name, name), text, re.M | re.S)
+    return (m.group(1), int(m.group(2))) if m else (None, None)
+
+
+def stress_rows(body):
+    rows = []
+    for line in body.splitlines():
+        if line.startswith("stress: kernel log lines:"):
+            rows.append(("kernel", {}, "log lines " + line.split(":")[-1].strip()))
+            continue
+        m = re.match(r"stress: (\S+): (.*)", line.strip())
+        if not m:
+            continue
+        race, rest = m.groups()
+        kv = dict(re.findall(r"(\S+?)=(\S+)", rest))
+        rows.append((race, kv, rest))
+    return rows
+
+
+def replace(doc, tag, text):
+    begin, end = "<!-- %s:begin -->" % tag, "<!-- %s:end -->" % tag
+    i, j = doc.index(begin) + len(begin), doc.index(end)
+    return doc[:i] + "\n" + text.rstrip() + "\n" + doc[j:]
+
+
+def main():
+    command, doc_path, logs = sys.argv[1], sys.argv[2], sys.argv[3:]
+    stress, bad = [], []
+    for path in logs:
+        text = open(path, errors="replace").read()
+        ready = READY.search(text)
+        world = "kernel %s, nvidia %s x ib_core %s" % ready.groups() if ready else path
+        body, rc = block(text, "29-stress")
+        if body is not None:
+            stress.append((world, rc, stress_rows(body)))
+        body, rc = block(text, "28-bad-inputs")
+        if body is not None:
+            table = [l for l in body.splitlines() if l.startswith("| ")]
+            summary = [l for l in body.splitlines() if l.startswith("bad inputs:")]
+            bad.append((world, rc, table, summary[0] if summary else "bad inputs: did not finish"))
+
+    doc = open(doc_path).read()
+    if stress:
+        out = ["Produced by `%s`." % command, ""]
+        for world, rc, rows in stress:
+            out.append("**%s** (scenario %s):" % (world, "passed" if rc == 0 else "FAILED"))
+            out.append("")
+            out.append("| race | iterations | seconds | outcomes | nv_peer_mem counters |")
+            out.append("|---|---|---|---|---|")
+            for race, kv, rest in rows:
+                if race in ("rmmod", "kernel"):
+                    continue
+                outcomes = " ".join("%s=%s" % (k, v) for k, v in kv.items()
+                                    if k not in ("iterations", "ms", "seconds") and v != "0"
+                                    and not k.startswith("nv_peer_mem."))
+                counters = " ".join("%s=%s" % (k[len("nv_peer_mem."):], v) for k, v in kv.items()
+                                    if k.startswith("nv_peer_mem.") and v != "0")
+                out.append("| %s | %s | %s | %s | %s |" % (race, kv.get("iterations", "?"),
+                                                         kv.get("seconds", "?"), outcomes, counters))
+            for race, kv, rest in rows:
+                if race in ("rmmod", "kernel"):
+                    out.append("")
+                    out.append("%s: %s" % (race, rest))
+            out.append("")
+        doc = replace(doc, "stress", "\n".join(out))
+    if bad:
+        out = ["Produced by `%s`." % command, ""]
+        for world, rc, table, summary in bad:
+            out.append("**%s**: %s (scenario %s)." % (world, summary, "passed" if rc == 0 else "FAILED"))
+            out.append("")
+        world, rc, table, summary = bad[0]
+        out.append("The table as printed in %s:" % world)
+        out.append("")
+        out.append("| input | expected | observed |")
+        out.append("|---|---|---|")
+        for line in table[1:]:
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            out.append("| " + " | ".join(cells) + " |")
+        doc = replace(doc, "bad-inputs", "\n".join(out))
+    open(doc_path, "w").write(doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
