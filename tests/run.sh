@@ -86,20 +86,11 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 			mapfile -t scenarios < <(cd "$top/tests/scenarios" && for f in *.sh; do echo "${f%.sh}"; done)
 		fi
 		# The doctor boots the machine with a PCIe switch (run-vm.sh), the others the flat one.
-		# Two scenarios cost minutes and run in fewer worlds (time budget: tests/README.md):
-		# the bad-input table (28) in each line's first and last world (newest and oldest
-		# driver and core, which differ in the most places), the in-kernel stress (29) in the
-		# first world of the first line (make stress runs it long in two worlds).
-		# Scenarios named on the command line run in every world.
-		flat=() switched=() edges=() once=()
+		flat=() switched=()
 		for sc in "${scenarios[@]}"; do
-			case $#:$sc in
-			*-doctor) switched+=("$sc") ;;
-			0:*-bad-inputs) edges+=("$sc") ;;
-			0:*-stress) once+=("$sc") ;;
-			*) flat+=("$sc") ;;
-			esac
+			case $sc in *-doctor) switched+=("$sc") ;; *) flat+=("$sc") ;; esac
 		done
+		named=$#
 		worlds=$(matrix_for "$KLINE")
 		first_world=${worlds%% *} last_world=${worlds##* }
 		# Every boot is a job; NVPM_VM_JOBS of them run at once (default: one per host core: a
@@ -118,25 +109,44 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 			NVPM_VM_TOPOLOGY=$topo NVPM_VM_APPEND=$append \
 				"$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$dir" "$@" >"$jobs_dir/$njobs.out" 2>&1 &
 		}
+		# runs_here SCENARIO WORLD: where the costly scenarios run (time budget:
+		# tests/README.md); named on the command line, every scenario runs in every world.
+		# - the doctor (24, its own boot): the line's first world, and the first whose core
+		#   has memory_peers (5.x): the two answers it gives about NCCL;
+		# - the bad-input table (28): the first line's last world (oldest driver and core), the
+		#   other lines' first (newest);
+		# - the in-kernel stress (29): the first line's first world (make stress: long, in two).
+		doctor_5x=
+		runs_here() {
+			[ "$named" = 0 ] || return 0
+			case $1 in
+			*-doctor)
+				[ "$2" = "$first_world" ] && return 0
+				if [ "${2#*:}" = 5.x ] && [ -z "$doctor_5x" ]; then doctor_5x=1; return 0; fi
+				return 1
+				;;
+			*-bad-inputs)
+				if [ -z "${first_line_done:-}" ]; then [ "$2" = "$last_world" ]; else [ "$2" = "$first_world" ]; fi
+				;;
+			*-stress) [ -z "${first_line_done:-}" ] && [ "$2" = "$first_world" ] ;;
+			*) return 0 ;;
+			esac
+		}
 		for world in $worlds; do
+			these=() doctor=()
+			for sc in "${flat[@]}"; do ! runs_here "$sc" "$world" || these+=("$sc"); done
+			for sc in "${switched[@]}"; do ! runs_here "$sc" "$world" || doctor+=("$sc"); done
 			# NVPM_VM_REPEAT boots each world that many times (make racetest).
 			for ((rep = 1; rep <= ${NVPM_VM_REPEAT:-1}; rep++)); do
 				tag=$world dir=$work/vm-${world/:/-}
 				[ "${NVPM_VM_REPEAT:-1}" = 1 ] || tag=$world:run$rep dir=$dir-run$rep
 				append="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}${NVPM_VM_EXTRA_APPEND:+ $NVPM_VM_EXTRA_APPEND}"
-				these=("${flat[@]}")
-				if [ "$world" = "$first_world" ] || [ "$world" = "$last_world" ]; then
-					these+=("${edges[@]}")
-				fi
-				if [ "$world" = "$first_world" ] && [ -z "${once_done:-}" ]; then
-					these+=("${once[@]}")
-				fi
 				[ ${#these[@]} = 0 ] || vm_job "$krel:$tag:" "$dir" flat "$append" "${these[@]}"
-				[ ${#switched[@]} = 0 ] ||
-					vm_job "$krel:$tag:switch:" "$dir-switch" switch "$append" "${switched[@]}"
+				[ ${#doctor[@]} = 0 ] ||
+					vm_job "$krel:$tag:switch:" "$dir-switch" switch "$append" "${doctor[@]}"
 			done
 		done
-		once_done=1
+		first_line_done=1
 		wait
 		for ((j = 1; j <= njobs; j++)); do
 			collect "$(cat "$jobs_dir/$j.prefix")" cat "$jobs_dir/$j.out"
