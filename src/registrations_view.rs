@@ -63,11 +63,11 @@ fn show(w: &mut SeqWriter) -> core::fmt::Result {
     for ctx in contexts.iter() {
         let (phase, nic, entries, bytes) = {
             let phase = ctx.phase.lock();
-            let bytes = ctx.held_bytes(&phase);
-            match &*phase {
-                Phase::Mapped(_, m) => (phase.name(), Some(Bdf(m.nic)), m.sg.nents(), bytes),
-                other => (other.name(), None, 0, bytes),
-            }
+            let (nic, entries) = match &*phase {
+                Phase::Mapped(_, m) => (Some(Bdf(m.nic)), m.sg.nents()),
+                _ => (None, 0),
+            };
+            (phase.name(), nic, entries, ctx.held_bytes(&phase))
         };
         write!(
             w,
@@ -103,10 +103,10 @@ impl Context {
         // The context's `Arc` allocation: a refcount beside the context.
         let mut bytes = core::mem::size_of::<Self>() + core::mem::size_of::<usize>() + node;
         let pinned_with_callback = match phase {
-            Phase::Claimed(pin) | Phase::Pinned(pin) | Phase::Orphaned(pin) => {
-                pin.table.is_revocable()
-            }
-            Phase::Mapped(pin, _) => pin.table.is_revocable(),
+            Phase::Claimed(pin)
+            | Phase::Pinned(pin)
+            | Phase::Orphaned(pin)
+            | Phase::Mapped(pin, _) => pin.table.is_revocable(),
             _ => false,
         };
         if pinned_with_callback {
