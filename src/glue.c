@@ -45,17 +45,27 @@ int nvpm_user_errno(int err);
  */
 MODULE_VERSION("1.4.0");
 
-/* Accepts only 0 or 1; anything else fails the load with -EINVAL and a log line. */
-static int nvpm_param_set_switch(const char *val, const struct kernel_param *kp)
+/*
+ * Sets an int parameter to @val if it is an integer from @lo to 1; anything else fails the load
+ * (or the write) with -EINVAL and a log line naming the values allowed.
+ */
+static int nvpm_param_set_upto_1(const char *val, const struct kernel_param *kp, int lo,
+				 const char *allowed)
 {
 	int v, ret = kstrtoint(val, 0, &v);
 
-	if (ret || (v != 0 && v != 1)) {
-		pr_err("nv_peer_mem: %s must be 0 or 1, got '%s'\n", kp->name, val);
+	if (ret || v < lo || v > 1) {
+		pr_err("nv_peer_mem: %s must be %s, got '%s'\n", kp->name, allowed, val);
 		return -EINVAL;
 	}
 	WRITE_ONCE(*(int *)kp->arg, v);
 	return 0;
+}
+
+/* Accepts only 0 or 1. */
+static int nvpm_param_set_switch(const char *val, const struct kernel_param *kp)
+{
+	return nvpm_param_set_upto_1(val, kp, 0, "0 or 1");
 }
 
 static const struct kernel_param_ops nvpm_switch_ops = {
@@ -82,17 +92,10 @@ module_param_cb(probe_then_pin, &nvpm_switch_ops, &probe_then_pin, 0644);
 MODULE_PARM_DESC(probe_then_pin,
 		 "0 = acquire pins once and get_pages keeps that pin (default); 1 = acquire pins and unpins to probe, get_pages pins again, as the C modules do");
 
-/* -1 (auto: on, except in legacy mode), 0 or 1; anything else is refused with a log line. */
+/* -1 (auto: on, except in legacy mode), 0 or 1. */
 static int nvpm_param_set_tristate(const char *val, const struct kernel_param *kp)
 {
-	int v, ret = kstrtoint(val, 0, &v);
-
-	if (ret || v < -1 || v > 1) {
-		pr_err("nv_peer_mem: %s must be -1, 0 or 1, got '%s'\n", kp->name, val);
-		return -EINVAL;
-	}
-	WRITE_ONCE(*(int *)kp->arg, v);
-	return 0;
+	return nvpm_param_set_upto_1(val, kp, -1, "-1, 0 or 1");
 }
 
 static const struct kernel_param_ops nvpm_tristate_ops = {
