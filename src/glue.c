@@ -21,8 +21,9 @@ int nvpm_param_coalesce_sg(void);
 struct pci_dev *nvpm_dev_to_pci(struct device *dev);
 void nvpm_module_get(void);
 void nvpm_module_put(void);
-void *nvpm_nvidia_get_pages_persistent(void);
-void *nvpm_nvidia_put_pages_persistent(void);
+bool nvpm_nvidia_has_persistent_api(void);
+int nvpm_nvidia_get_pages_persistent(u64 va, u64 len, void **page_table);
+int nvpm_nvidia_put_pages_persistent(u64 va, void *page_table);
 bool nvpm_nvidia_has_cap_persistent_pages(void);
 /* One sg entry: a DMA address and a length below 4 GiB (`SgRun` in sg.rs). */
 struct nvpm_sg_run {
@@ -162,14 +163,24 @@ extern int nvidia_p2p_get_pages_persistent(u64 va, u64 len, void **page_table, u
 extern int nvidia_p2p_put_pages_persistent(u64 va, void *page_table, u32 flags) __weak;
 extern const int nvidia_p2p_cap_persistent_pages __weak;
 
-void *nvpm_nvidia_get_pages_persistent(void)
+bool nvpm_nvidia_has_persistent_api(void)
 {
-	return nvidia_p2p_get_pages_persistent;
+	return nvidia_p2p_get_pages_persistent && nvidia_p2p_put_pages_persistent;
 }
 
-void *nvpm_nvidia_put_pages_persistent(void)
+/*
+ * Direct calls (not through pointers handed to Rust), so that every call into nvidia.ko is a
+ * call instruction the fault-injection sweep finds in the module (tests/sweep/). Only called
+ * when nvpm_nvidia_has_persistent_api() said yes.
+ */
+int nvpm_nvidia_get_pages_persistent(u64 va, u64 len, void **page_table)
 {
-	return nvidia_p2p_put_pages_persistent;
+	return nvidia_p2p_get_pages_persistent(va, len, page_table, 0);
+}
+
+int nvpm_nvidia_put_pages_persistent(u64 va, void *page_table)
+{
+	return nvidia_p2p_put_pages_persistent(va, page_table, 0);
 }
 
 bool nvpm_nvidia_has_cap_persistent_pages(void)

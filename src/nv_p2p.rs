@@ -98,19 +98,17 @@ extern "C" {
     fn nvidia_p2p_free_dma_mapping(dma_mapping: *mut RawDmaMapping) -> c_int;
 }
 
-/// Signatures of the optional persistent-pages entry points, looked up at load time.
-type GetPagesPersistentFn = unsafe extern "C" fn(u64, u64, *mut *mut RawPageTable, u32) -> c_int;
-type PutPagesPersistentFn = unsafe extern "C" fn(u64, *mut RawPageTable, u32) -> c_int;
-
 /// How a page table was pinned, which decides how it is released.
 #[derive(Clone, Copy)]
 pub(crate) enum PinKind {
     /// `nvidia_p2p_get_pages` with a free callback, released with `nvidia_p2p_put_pages`.
     Revocable,
-    /// No free callback: `nvidia_p2p_get_pages_persistent`, released with
-    /// `nvidia_p2p_put_pages_persistent` (this pointer; the symbol reference is held by
-    /// [`PersistentApi`]), or `nvidia_p2p_get_pages` with a NULL callback on R515-R530.
-    Persistent(Option<PutPagesPersistentFn>),
+    /// `nvidia_p2p_get_pages_persistent` (R535 and later), released with
+    /// `nvidia_p2p_put_pages_persistent`.
+    PersistentApi,
+    /// `nvidia_p2p_get_pages` with a NULL callback (R515-R530), released with
+    /// `nvidia_p2p_put_pages`.
+    PersistentNullCallback,
 }
 
 /// NVIDIA's page table for a pinned GPU range.
@@ -123,6 +121,27 @@ pub(crate) struct PageTable {
 // SAFETY: the table is an NVIDIA-owned object that may be used from any thread; ownership of
 // the pointer is unique to this wrapper.
 unsafe impl Send for PageTable {}
+
+/// `nvidia_p2p_get_pages` with token 0 (the calling process), with or without a free callback.
+/// One call site for both, so the fault-injection sweep reaches it in every generation
+/// (`tests/sweep/`).
+///
+/// # Safety
+///
+/// With a callback: it must stay callable with `data` until the pin is released or it has run.
+/// Without: only R515-R530 accept it, as a persistent pin.
+#[inline(never)]
+unsafe fn get_pages(
+    va: u64,
+    len: u64,
+    callback: Option<FreeCallback>,
+    data: *mut c_void,
+) -> Result<NonNull<RawPageTable>> {
+    let mut raw: *mut RawPageTable = core::ptr::null_mut();
+    // SAFETY: `raw` is a valid out-pointer; the caller guarantees the callback contract.
+    to_result(unsafe { nvidia_p2p_get_pages(0, 0, va, len, &mut raw, callback, data) })?;
+    NonNull::new(raw).ok_or(EIO)
+}
 
 impl PageTable {
     /// Pins `[va, va + len)` (64 KiB aligned) with a free callback receiving `data`.
@@ -137,10 +156,8 @@ impl PageTable {
         callback: FreeCallback,
         data: *mut c_void,
     ) -> Result<Self> {
-        let mut raw: *mut RawPageTable = core::ptr::null_mut();
-        // SAFETY: `raw` is a valid out-pointer; the caller guarantees the callback contract.
-        to_result(unsafe { nvidia_p2p_get_pages(0, 0, va, len, &mut raw, Some(callback), data) })?;
-        let raw = NonNull::new(raw).ok_or(EIO)?;
+        // SAFETY: the caller guarantees the callback contract.
+        let raw = unsafe { get_pages(va, len, Some(callback), data) }?;
         Ok(Self {
             raw,
             va,
@@ -150,30 +167,25 @@ impl PageTable {
 
     /// Pins `[va, va + len)` for good: NVIDIA never revokes it.
     pub(crate) fn get_persistent(support: &PersistentSupport, va: u64, len: u64) -> Result<Self> {
-        let mut raw: *mut RawPageTable = core::ptr::null_mut();
-        let put = match support {
-            PersistentSupport::Api(api) => {
-                // SAFETY: `api.get` is NVIDIA's exported function (kept alive by the module
-                // dependency); `raw` is a valid out-pointer.
-                to_result(unsafe { (api.get)(va, len, &mut raw, 0) })?;
-                Some(api.put)
+        let (raw, kind) = match support {
+            PersistentSupport::Api => {
+                let mut raw: *mut RawPageTable = core::ptr::null_mut();
+                // SAFETY: `Api` means nvidia.ko exports the entry point (kept loaded by the
+                // module dependency); `raw` is a valid out-pointer.
+                to_result(unsafe {
+                    nvpm_nvidia_get_pages_persistent(va, len, core::ptr::from_mut(&mut raw).cast())
+                })?;
+                (NonNull::new(raw).ok_or(EIO)?, PinKind::PersistentApi)
             }
-            PersistentSupport::NullCallback => {
+            PersistentSupport::NullCallback => (
                 // SAFETY: R515-R530 take a NULL callback as a persistent pin: nothing to keep
                 // alive.
-                to_result(unsafe {
-                    nvidia_p2p_get_pages(0, 0, va, len, &mut raw, None, core::ptr::null_mut())
-                })?;
-                None
-            }
+                unsafe { get_pages(va, len, None, core::ptr::null_mut()) }?,
+                PinKind::PersistentNullCallback,
+            ),
             PersistentSupport::None => return Err(crate::compat::eopnotsupp()),
         };
-        let raw = NonNull::new(raw).ok_or(EIO)?;
-        Ok(Self {
-            raw,
-            va,
-            kind: PinKind::Persistent(put),
-        })
+        Ok(Self { raw, va, kind })
     }
 
     fn raw(&self) -> &RawPageTable {
@@ -225,15 +237,32 @@ impl PageTable {
     /// raced the free callback, so the result says nothing about the callback: afterwards the
     /// owner disposes of the wrapper with [`Self::released`], or with [`Self::free_revoked`]
     /// if it knows the callback ran meanwhile.
+    ///
+    /// NVIDIA's -ENOMEM comes from its stack allocation, before it touched the pin
+    /// (`nvidia_p2p_put_pages*` in nv-p2p.c): the pin is whole and one retry may release it;
+    /// a persistent pin would otherwise stay pinned until nvidia.ko unloads.
     pub(crate) fn put(&self) -> Result {
+        match self.put_call() {
+            Err(e) if e == ENOMEM => {
+                pr_warn!(
+                    "unpinning GPU memory at {:#x}: nvidia.ko was out of memory, retrying once\n",
+                    self.va
+                );
+                self.put_call()
+            }
+            res => res,
+        }
+    }
+
+    fn put_call(&self) -> Result {
         let raw = self.raw.as_ptr();
         // SAFETY: `raw` is the table pinned at `self.va`; its owner gives it up after this.
         to_result(unsafe {
             match self.kind {
-                PinKind::Revocable | PinKind::Persistent(None) => {
+                PinKind::Revocable | PinKind::PersistentNullCallback => {
                     nvidia_p2p_put_pages(0, 0, self.va, raw)
                 }
-                PinKind::Persistent(Some(put)) => put(self.va, raw, 0),
+                PinKind::PersistentApi => nvpm_nvidia_put_pages_persistent(self.va, raw.cast()),
             }
         })
     }
@@ -250,7 +279,14 @@ impl PageTable {
         let this = core::mem::ManuallyDrop::new(self);
         // SAFETY: the table was revoked; freeing it is the client's part on old drivers and
         // harmless on new ones.
-        unsafe { nvidia_p2p_free_page_table(this.raw.as_ptr()) };
+        let ret = unsafe { nvidia_p2p_free_page_table(this.raw.as_ptr()) };
+        if ret != 0 {
+            pr_err!(
+                "nvidia_p2p_free_page_table for va {:#x} failed: {}\n",
+                this.va,
+                ret
+            );
+        }
     }
 
     fn as_ptr(&self) -> *mut RawPageTable {
@@ -346,7 +382,10 @@ impl DmaMapping {
     pub(crate) fn free_revoked(self) {
         let this = core::mem::ManuallyDrop::new(self);
         // SAFETY: the table was revoked; the mapping is the client's to free on old drivers.
-        unsafe { nvidia_p2p_free_dma_mapping(this.raw.as_ptr()) };
+        let ret = unsafe { nvidia_p2p_free_dma_mapping(this.raw.as_ptr()) };
+        if ret != 0 {
+            pr_err!("nvidia_p2p_free_dma_mapping failed: {}\n", ret);
+        }
     }
 }
 
@@ -356,23 +395,18 @@ impl Drop for DmaMapping {
     }
 }
 
-/// The persistent-pages entry points of `nvidia.ko`.
-pub(crate) struct PersistentApi {
-    get: GetPagesPersistentFn,
-    put: PutPagesPersistentFn,
-}
-
 extern "C" {
-    // Weak references to NVIDIA's optional symbols, NULL when absent (see glue.c).
-    fn nvpm_nvidia_get_pages_persistent() -> *mut c_void;
-    fn nvpm_nvidia_put_pages_persistent() -> *mut c_void;
+    // nvidia.ko's optional symbols, weak references in glue.c (NULL when absent).
+    fn nvpm_nvidia_has_persistent_api() -> bool;
     fn nvpm_nvidia_has_cap_persistent_pages() -> bool;
+    fn nvpm_nvidia_get_pages_persistent(va: u64, len: u64, page_table: *mut *mut c_void) -> c_int;
+    fn nvpm_nvidia_put_pages_persistent(va: u64, page_table: *mut c_void) -> c_int;
 }
 
 /// What nvidia.ko offers for pins without a free callback.
 pub(crate) enum PersistentSupport {
     /// `*_persistent` entry points (R535 and later).
-    Api(PersistentApi),
+    Api,
     /// Only `nvidia_p2p_cap_persistent_pages` (R515-R530): `get_pages` accepts a NULL callback.
     NullCallback,
     /// Neither (before R515).
@@ -381,25 +415,16 @@ pub(crate) enum PersistentSupport {
 
 impl PersistentSupport {
     pub(crate) fn probe() -> Self {
-        // SAFETY: the helpers only return the addresses of weak symbol references.
-        let (get, put, cap) = unsafe {
+        // SAFETY: the helpers only test the addresses of weak symbol references.
+        let (api, cap) = unsafe {
             (
-                nvpm_nvidia_get_pages_persistent(),
-                nvpm_nvidia_put_pages_persistent(),
+                nvpm_nvidia_has_persistent_api(),
                 nvpm_nvidia_has_cap_persistent_pages(),
             )
         };
-        if !get.is_null() && !put.is_null() {
-            // SAFETY: the symbols are NVIDIA's functions with these documented signatures; the
-            // module dependency on nvidia.ko keeps them loaded while we are.
-            return Self::Api(unsafe {
-                PersistentApi {
-                    get: core::mem::transmute::<*mut c_void, GetPagesPersistentFn>(get),
-                    put: core::mem::transmute::<*mut c_void, PutPagesPersistentFn>(put),
-                }
-            });
-        }
-        if cap {
+        if api {
+            Self::Api
+        } else if cap {
             Self::NullCallback
         } else {
             Self::None
