@@ -9,7 +9,7 @@
 #include <linux/pci.h>
 #include <linux/seq_file.h>
 
-void nvpm_registrations_show(struct seq_file *m);
+int nvpm_registrations_show(struct seq_file *m);
 void nvpm_seq_write(struct seq_file *m, const char *buf, size_t len);
 void nvpm_debugfs_create(void);
 void nvpm_debugfs_destroy(void);
@@ -25,13 +25,16 @@ void nvpm_seq_write(struct seq_file *m, const char *buf, size_t len)
 
 static int nvpm_registrations_open_show(struct seq_file *m, void *unused)
 {
-	nvpm_registrations_show(m);
-	return 0;
+	return nvpm_registrations_show(m);
 }
 
 static int nvpm_registrations_open(struct inode *inode, struct file *file)
 {
-	return single_open(file, nvpm_registrations_open_show, inode->i_private);
+	int ret = single_open(file, nvpm_registrations_open_show, inode->i_private);
+
+	if (ret)
+		pr_warn("nv_peer_mem: registrations view: cannot open: error %d\n", ret);
+	return ret;
 }
 
 static const struct file_operations nvpm_registrations_fops = {
@@ -42,12 +45,19 @@ static const struct file_operations nvpm_registrations_fops = {
 	.release = single_release,
 };
 
-/* Failure is not fatal: the view is a debugging aid, and debugfs may be disabled. */
+/*
+ * Failure is not fatal: the view is a debugging aid. A debugfs that is compiled in and mounted
+ * but cannot make the file (out of memory) is worth one line; a disabled one (-ENODEV) is not.
+ */
 void nvpm_debugfs_create(void)
 {
+	struct dentry *file;
+
 	nvpm_debugfs_dir = debugfs_create_dir("nv_peer_mem", NULL);
-	debugfs_create_file("registrations", 0400, nvpm_debugfs_dir, NULL,
-			    &nvpm_registrations_fops);
+	file = debugfs_create_file("registrations", 0400, nvpm_debugfs_dir, NULL,
+				   &nvpm_registrations_fops);
+	if (IS_ERR(file) && PTR_ERR(file) != -ENODEV)
+		pr_warn("nv_peer_mem: no registrations view in debugfs: error %ld\n", PTR_ERR(file));
 }
 
 /* Waits for readers in flight (debugfs's removal protection). */

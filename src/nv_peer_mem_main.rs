@@ -110,7 +110,8 @@ impl kernel::Module for NvPeerMem {
                 persistent_only,
             }),
             GFP_KERNEL,
-        )?;
+        )
+        .inspect_err(|e| pr_err!("no memory for the module's state: {:?}\n", e))?;
         GLOBALS.store(
             core::ptr::from_ref::<Globals>(&globals).cast_mut(),
             Ordering::Release,

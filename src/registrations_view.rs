@@ -4,8 +4,10 @@
 //! by `debugfs_view.c`): one line per registration. It shows GPU virtual addresses, which are
 //! user-space addresses, and PCI addresses; never a kernel pointer.
 
-use core::ffi::{c_char, c_void};
+use core::ffi::{c_char, c_int, c_void};
 use core::fmt::Write;
+use kernel::prelude::*;
+use kernel::sync::Arc;
 
 use crate::context::{now_ns, ClientKind, Context, Phase};
 
@@ -54,11 +56,8 @@ impl core::fmt::Display for Bdf {
     }
 }
 
-fn show(w: &mut SeqWriter) -> core::fmt::Result {
+fn show(w: &mut SeqWriter, contexts: &[Arc<Context>]) -> core::fmt::Result {
     writeln!(w, "id client range size phase nic sg_entries age_ms bytes")?;
-    let Ok(contexts) = crate::globals().registry.snapshot() else {
-        return writeln!(w, "# out of memory: registrations not listed");
-    };
     let now = now_ns();
     for ctx in contexts.iter() {
         let (phase, nic, entries, bytes) = {
@@ -128,8 +127,17 @@ impl Context {
 /// `m` must be the seq_file of a `show` call in progress, made while the module's clients are
 /// registered (the file exists only then: [`View`]).
 #[no_mangle]
-pub(crate) unsafe extern "C" fn nvpm_registrations_show(m: *mut c_void) {
-    let _ = show(&mut SeqWriter(m));
+pub(crate) unsafe extern "C" fn nvpm_registrations_show(m: *mut c_void) -> c_int {
+    match crate::globals().registry.snapshot() {
+        Ok(contexts) => {
+            let _ = show(&mut SeqWriter(m), &contexts);
+            0
+        }
+        Err(e) => {
+            pr_warn!("registrations view: no memory to list the registrations\n");
+            e.to_errno()
+        }
+    }
 }
 
 /// The debugfs file; removed (waiting for readers) on drop.
