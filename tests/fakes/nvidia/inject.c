@@ -13,6 +13,7 @@
 #include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/kernel.h>
+#include <linux/module.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
 
@@ -20,6 +21,7 @@
 
 struct fnv_inject {
 	struct fnv_fault_req req;
+	unsigned int skip;	/* calls to let through before the faults */
 	unsigned int count;
 };
 
@@ -33,6 +35,13 @@ const char *const fnv_op_names[FNV_OP_NR] = {
 	[FNV_OP_FREE_PAGE_TABLE] = "free_page_table",
 	[FNV_OP_CALLBACK] = "callback",
 };
+
+/*
+ * inject_stack=1 (the fault-injection sweep, tests/sweep/): an injected errno also dumps the
+ * stack, whose first nv_peer_mem frame names the call site that received it.
+ */
+static bool fnv_inject_stack;
+module_param_named(inject_stack, fnv_inject_stack, bool, 0644);
 
 static DEFINE_SPINLOCK(fnv_inject_lock);
 static struct fnv_inject fnv_injects[FNV_OP_NR];
@@ -48,7 +57,9 @@ void fnv_inject_take(enum fnv_op op, struct fnv_fault_req *req)
 	req->page_size = 0;
 
 	spin_lock(&fnv_inject_lock);
-	if (inj->count) {
+	if (inj->count && inj->skip) {
+		inj->skip--;
+	} else if (inj->count) {
 		*req = inj->req;
 		if (!--inj->count)
 			inj->req.kind = FNV_FAULT_NONE;
@@ -59,6 +70,8 @@ void fnv_inject_take(enum fnv_op op, struct fnv_fault_req *req)
 	switch (req->kind) {
 	case FNV_FAULT_ERRNO:
 		pr_info("%s: injected failure %d\n", fnv_op_names[op], req->err);
+		if (fnv_inject_stack)
+			dump_stack();
 		break;
 	case FNV_FAULT_PAGESIZE:
 		pr_info("%s: injected page size type %u\n", fnv_op_names[op],
@@ -195,11 +208,11 @@ static int fnv_parse_fault(const char *s, struct fnv_fault_req *req)
 	return 0;
 }
 
-/* ctl: "inject clear" or "inject <op> <what> [count]" (argv[0] is "inject") */
+/* ctl: "inject clear" or "inject <op> <what> [count [skip]]" (argv[0] is "inject") */
 int fnv_inject_command(int argc, char **argv)
 {
 	struct fnv_fault_req req;
-	unsigned int count = 1;
+	unsigned int count = 1, skip = 0;
 	int op;
 
 	if (argc == 2 && !strcmp(argv[1], "clear")) {
@@ -209,8 +222,8 @@ int fnv_inject_command(int argc, char **argv)
 		return 0;
 	}
 
-	if (argc < 3 || argc > 4) {
-		pr_err("ctl: usage: inject <op> <errno|pagesize[:TYPE]|version|entries|sleep:MS|sleep_locked:MS> [count] | inject clear\n");
+	if (argc < 3 || argc > 5) {
+		pr_err("ctl: usage: inject <op> <errno|pagesize[:TYPE]|version|entries|sleep:MS|sleep_locked:MS> [count [skip]] | inject clear\n");
 		return -EINVAL;
 	}
 
@@ -234,14 +247,19 @@ int fnv_inject_command(int argc, char **argv)
 		       argv[2]);
 		return -EINVAL;
 	}
-	if (argc == 4 && (kstrtouint(argv[3], 0, &count) || !count)) {
+	if (argc >= 4 && (kstrtouint(argv[3], 0, &count) || !count)) {
 		pr_err("ctl: inject: bad count '%s'\n", argv[3]);
+		return -EINVAL;
+	}
+	if (argc == 5 && kstrtouint(argv[4], 0, &skip)) {
+		pr_err("ctl: inject: bad skip '%s'\n", argv[4]);
 		return -EINVAL;
 	}
 
 	spin_lock(&fnv_inject_lock);
 	fnv_injects[op].req = req;
 	fnv_injects[op].count = count;
+	fnv_injects[op].skip = skip;
 	spin_unlock(&fnv_inject_lock);
 	return 0;
 }
