@@ -93,6 +93,7 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 		named=$#
 		worlds=$(matrix_for "$KLINE")
 		first_world=${worlds%% *} last_world=${worlds##* }
+		second_world=$(echo "$worlds" | awk '{ print ($2 != "" ? $2 : $1) }')
 		# Every boot is a job; NVPM_VM_JOBS of them run at once (default: one per host core: a
 		# TCG machine keeps about one core busy), and their results are printed in order.
 		jobs_dir=$work/vm-jobs
@@ -115,7 +116,9 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 		#   has memory_peers (5.x): the two answers it gives about NCCL;
 		# - the bad-input table (28): the first line's last world (oldest driver and core), the
 		#   other lines' first (newest);
-		# - the in-kernel stress (29): the first line's first world (make stress: long, in two).
+		# - the in-kernel stress (29): the first line's first world (make stress: long, in two);
+		# - the fault-injection sweep (30): the first line's second world (R535 x 5.x: NVIDIA's
+		#   persistent-pages API, so every call site is reached; no stress beside it).
 		doctor_5x=
 		runs_here() {
 			[ "$named" = 0 ] || return 0
@@ -129,6 +132,7 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 				if [ -z "${first_line_done:-}" ]; then [ "$2" = "$last_world" ]; else [ "$2" = "$first_world" ]; fi
 				;;
 			*-stress) [ -z "${first_line_done:-}" ] && [ "$2" = "$first_world" ] ;;
+			*-sweep) [ -z "${first_line_done:-}" ] && [ "$2" = "$second_world" ] ;;
 			*) return 0 ;;
 			esac
 		}
@@ -151,6 +155,11 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 		for ((j = 1; j <= njobs; j++)); do
 			collect "$(cat "$jobs_dir/$j.prefix")" cat "$jobs_dir/$j.out"
 		done
+		# The fault-injection sweep (30): its runs of every world against the module's sites.
+		if grep -qs '^SWEEP ' "${job_logs[@]}"; then
+			collect "$krel:" python3 "$top/tests/sweep/report.py" "$build_dir/sweep-sites.txt" \
+				"${job_logs[@]}"
+		fi
 		# make stress: its figures go to Documentation/testing.md, with the command.
 		if [ -n "${NVPM_TESTING_REPORT:-}" ]; then
 			python3 "$top/tests/testing-report.py" "$NVPM_TESTING_REPORT" \
@@ -179,6 +188,8 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 			! grep -qi 'warning\|error' "$logs/clippy.log"; then
 			result PASS "$krel:clippy"
 		else result FAIL "$krel:clippy" "$(grep -i -A5 'warning\|error' "$logs/clippy.log" | head -20)"; fi
+		# Every function the module calls is known to the sweep as fallible or not.
+		collect "$krel:" python3 "$top/tests/sweep/sites.py" --check "$build_dir/module/nv_peer_mem.ko"
 	fi
 	kernel_lines+=("kernel $krel: $((passed - before_p)) passed, $((failed - before_f)) failed")
 done

@@ -59,10 +59,14 @@ switch)
 	)
 	;;
 esac
-# A boot's time limit: 90 s a scenario, 40 minutes for the in-kernel stress (29).
+# A boot's time limit: 90 s a scenario, 40 minutes for the in-kernel stress (29), 20 for the
+# fault-injection sweep (30).
 budget=$((300 + 90 * ${#scenarios[@]}))
 for s in "${scenarios[@]}"; do
-	case $s in *-stress) budget=$((budget + 2400)) ;; esac
+	case $s in
+	*-stress) budget=$((budget + 2400)) ;;
+	*-sweep) budget=$((budget + 1200)) ;;
+	esac
 done
 timeout_s=${NVPM_VM_TIMEOUT:-$budget}
 list=$(IFS=,; echo "${scenarios[*]}")

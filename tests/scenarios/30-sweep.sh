@@ -1,0 +1,213 @@
+# shellcheck shell=sh
+# The fault-injection sweep (tests/sweep/README.md). Every phase of the module runs again and
+# again, failing one thing each time, until no failure is left to inject:
+# - failslab with fail-nth = 1, 2, ... counts only allocations made under module code (the
+#   stack filter), so each run fails the next allocation of nv_peer_mem, or of nvidia.ko and
+#   ib_core inside a call from it (the real ones allocate there too);
+# - nvidia.ko's calls fail one after another with the errno the real one gives (the fake's
+#   inject, with skip).
+# Each injected failure is attributed to the innermost nv_peer_mem frame of its stack dump: a
+# call site that tests/sweep/sites.py lists from the module's code. It is judged: the caller
+# got an error it can understand (or the module recovered), nv_peer_mem logged exactly one
+# line at warning level or above (at most one when it recovered), and nothing is left: no
+# pin, mapping, table, MR, module reference or registered client. One "SWEEP ..." line per
+# run; tests/sweep/report.py joins them with the site list (make check prints the sites line).
+FS=/sys/kernel/debug/failslab
+VA=$GPU_VA LEN=0x40000 MAX_N=400
+check "load" load_world
+check "the site list is here" test -s /tests/sweep-sites.txt
+KO=$(find /lib/modules -name nv_peer_mem.ko | head -n 1)
+OPTS=$(sed -n 's/^options nv_peer_mem //p' /etc/modprobe.d/*.conf 2>/dev/null | tr '\n' ' ')
+check "failslab has the stack filter" test -e $FS/require-start
+# Which allocations fail-nth counts: those with a frame in [require-start, require-end) on
+# their stack. Module init and exit run in memory known only once loaded: there, any module
+# code (the end of the kernel image to MODULES_END, x86-64). Otherwise nv_peer_mem's .text.
+kend=$(awk '$3 == "_end" { print $1; exit }' /proc/kallsyms)
+text_size=$(sed -n "s/^# text_size //p" /tests/sweep-sites.txt)
+any_module() {
+	echo "0x${kend:-ffffffffa0000000}" >$FS/require-start
+	echo 0xffffffffff000000 >$FS/require-end
+}
+this_module() {
+	t=$(cat /sys/module/nv_peer_mem/sections/.text)
+	echo "$t" >$FS/require-start
+	printf '0x%x\n' $((t + text_size)) >$FS/require-end
+}
+echo N >$FS/ignore-gfp-wait
+echo 32 >$FS/stacktrace-depth
+echo 2 >$FS/verbose
+echo 0 >$FS/verbose_ratelimit_interval_ms
+echo 1 >/sys/module/nvidia/parameters/inject_stack
+# Hundreds of stack dumps: into the log buffer only (a serial console under TCG is slow).
+printk_levels=$(cat /proc/sys/kernel/printk)
+echo 1 >/proc/sys/kernel/printk
+
+# What is left that should not be: prints nothing when clean.
+leftovers() {
+	for k in pins persistent_pins mappings dead_tables; do
+		v=$(nv_stat $k)
+		[ "$v" = 0 ] || printf '%s=%s,' "$k" "$v"
+	done
+	[ -z "$(cat $IBC/regs)" ] || printf 'mrs,'
+	if [ -d /sys/module/nv_peer_mem ]; then
+		r=$(cat /sys/module/nv_peer_mem/refcnt)
+		[ "$r" = 0 ] || printf 'refcnt=%s,' "$r"
+	else
+		[ -z "$(cat $IBC/clients)" ] || printf 'clients,'
+		[ ! -e /sys/kernel/debug/nv_peer_mem ] || printf 'debugfs,'
+	fi
+}
+
+# judge PHASE INJECTION N RC OUT: one SWEEP line for a run whose injection was taken.
+judge() {
+	dmesg -r -c >/tmp/sweep.log
+	# The first nv_peer_mem frame after the injection's report (unreliable "?" frames skipped).
+	site=$(awk '/FAULT_INJECTION: forcing a failure|fake_nvidia: .*: injected failure/ { f = 1; next }
+		f && /\[nv_peer_mem\]/ && !/ \? / {
+			if (match($0, /[^ ]+\+0x[0-9a-f]+\/0x[0-9a-f]+ \[nv_peer_mem\]/)) {
+				s = substr($0, RSTART, RLENGTH); sub(/\/.*/, "", s); print s; exit } }' /tmp/sweep.log)
+	lines=$(grep -c '^<[0-4]>.* nv_peer_mem: ' /tmp/sweep.log)
+	# The first failing step's errno, when the armed one succeeded (nvidia.ko's calls).
+	rc=$4
+	[ "$rc" != 0 ] || rc=$(printf '%s\n' "$5" | sed -n 's/^step=[0-9]* rc=\([0-9]*\)$/\1/p' | head -n 1)
+	: "${rc:=0}"
+	left=$(leftovers)
+	why=
+	if [ "$rc" = 0 ] || [ -z "$site" ]; then
+		# Recovered, or failed where nv_peer_mem was not on the stack (the fake ib_core's own
+		# MR allocation, before or after calling the client): it owes no line then.
+		[ "$lines" -le 1 ] || why="${why}$lines log lines;"
+	else
+		[ "$lines" = 1 ] || why="${why}$lines log lines;"
+		# ENOMEM, EIO (what was injected), EFAULT (ib_core's answer when no client claims the
+		# range: acquire cannot return an errno), EINVAL (ib_register_peer_memory_client's
+		# NULL carries none).
+		case $rc in 12 | 5 | 14 | 22) ;; *) why="${why}errno $rc;" ;; esac
+	fi
+	[ -z "$left" ] || why="${why}left $left"
+	grep -q 'setup-failed' /tmp/sweep.out && why="${why}setup failed;"
+	behaved=yes
+	[ -z "$why" ] || behaved=no
+	echo "SWEEP phase=$1 inject=$2 n=$3 site=${site:-none} rc=$rc lines=$lines behaved=$behaved${why:+ why=$why}"
+	[ $behaved = yes ] || { grep ' nv_peer_mem: \|FAKE\|setup' /tmp/sweep.log /tmp/sweep.out | head -5; }
+}
+
+# slab PHASE AFTER STEP...: fail-nth n on the armed step (failnth.c), until a run reaches no
+# n-th allocation; AFTER runs after each (cleanup of what a success made). One call site may
+# allocate many times in a row (sysfs_create_group: a few allocations per file): while runs
+# keep landing on the same site n gallops (1, 2, then 4 ahead), and when a leap lands on another
+# site, or past the end, the gap is walked one by one. A leap could only miss a site whose
+# allocations all lie between two of another site's; report.py would show it not injected.
+slab() {
+	phase=$1 after=$2 n=1 prev=0 step=1 walk_to=0 last='' runs=0
+	shift 2
+	while [ $n -le $MAX_N ]; do
+		dmesg -c >/dev/null
+		/bin/failnth $n "$@" >/tmp/sweep.out 2>&1
+		rc=$(sed -n 's/^rc=\([0-9]*\) left=.*/\1/p' /tmp/sweep.out)
+		left=$(sed -n 's/^rc=[0-9]* left=\(-*[0-9]*\)$/\1/p' /tmp/sweep.out)
+		eval "$after" >/dev/null 2>&1
+		if [ "$left" != 0 ]; then
+			# Past the last allocation: done, unless a leap skipped some.
+			[ $step -gt 1 ] || break
+			walk_to=$n step=1 n=$((prev + 1))
+			continue
+		fi
+		judge "$phase" slab $n "$rc" "$(cat /tmp/sweep.out)"
+		runs=$((runs + 1))
+		if [ -z "$site" ]; then
+			: # a run no nv_peer_mem site was below: neither the same nor another
+		elif [ "$site" = "$last" ]; then
+			[ $n -lt $walk_to ] || step=$((step < 4 ? step * 2 : 4))
+		elif [ $step -gt 1 ]; then
+			walk_to=$n step=1 n=$((prev + 1)) last=$site
+			continue
+		else
+			last=$site
+		fi
+		prev=$n n=$((n + step))
+	done
+	echo "sweep: $phase: $runs runs, allocations under module code up to n=$((n - 1))"
+	check "$phase: the sweep ended (run $n made no allocation it could fail)" test $n -le $MAX_N
+}
+
+# nvfail OP STEP...: the k-th call of nvidia.ko's OP fails, k = 1, 2, ... until the steps make
+# no k-th call. With the errno the real driver gives (nv-p2p.c): the puts' -ENOMEM (their stack
+# allocation), dma_unmap_pages' -EINVAL, RM's failures as -EIO otherwise.
+nvfail() {
+	op=$1 k=0
+	case $op in put_pages*) err=-12 ;; dma_unmap_pages) err=-22 ;; *) err=-5 ;; esac
+	shift
+	while [ $k -lt 50 ]; do
+		ctl_nv "inject clear"
+		before=$(nv_stat injected)
+		ctl_nv "inject $op $err 1 $k" || break
+		dmesg -c >/dev/null
+		/bin/failnth 0 "$@" >/tmp/sweep.out 2>&1
+		ctl_nv "inject clear"
+		[ "$(nv_stat injected)" != "$before" ] || break
+		judge "nvidia-$op" "nvidia:$op" $((k + 1)) 0 "$(cat /tmp/sweep.out)"
+		k=$((k + 1))
+	done
+	echo "sweep: nvidia $op: $k calls failed"
+}
+
+ALLOC="w:$NV/ctl:alloc $VA $LEN contiguous"
+FREE="?w:$NV/ctl:free $VA"
+REG="w:$IBC/ctl:reg 1 edu0 $VA $LEN"
+DEREG="?w:$IBC/ctl:dereg 1"
+VIEW=/sys/kernel/debug/nv_peer_mem/registrations
+
+# Module init and exit.
+check "unload nv_peer_mem" rmmod nv_peer_mem
+any_module
+slab init "rmmod nv_peer_mem" "L:$KO:$OPTS"
+check "load again" modprobe nv_peer_mem
+slab exit "modprobe nv_peer_mem" "U:nv_peer_mem"
+this_module
+# Registration (acquire, get_pages, dma_map), from the process that owns the memory.
+slab register "" "$ALLOC" "W:$IBC/ctl:reg 1 edu0 $VA $LEN" "$DEREG" "$FREE"
+if nv_has_persistent; then
+	slab register-persistent "" "$ALLOC" "W:$IBC/ctl:reg 5 edu0 $VA $LEN cq" "?w:$IBC/ctl:dereg 5" "$FREE"
+fi
+# probe_then_pin=1: acquire pins and unpins, get_pages pins again.
+echo 1 >/sys/module/nv_peer_mem/parameters/probe_then_pin
+slab register-probe "" "$ALLOC" "W:$IBC/ctl:reg 1 edu0 $VA $LEN" "$DEREG" "$FREE"
+echo 0 >/sys/module/nv_peer_mem/parameters/probe_then_pin
+# Deregistration (dma_unmap, put_pages, release), the free callback's invalidation, the view.
+slab deregister "" "$ALLOC" "$REG" "W:$IBC/ctl:dereg 1" "$FREE"
+slab invalidate "" "$ALLOC" "$REG" "W:$NV/ctl:free $VA" "$DEREG"
+slab view "" "$ALLOC" "$REG" "R:$VIEW" "$DEREG" "$FREE"
+
+# nvidia.ko's calls, each failing in turn, over a registration's whole life: register, read
+# the view, deregister, register again, cudaFree under it (the free callback), deregister.
+life() {
+	nvfail "$1" "$ALLOC" "?w:$IBC/ctl:reg 1 edu0 $VA $LEN" "?r:$VIEW" "$DEREG" \
+		"?w:$IBC/ctl:reg 2 edu0 $VA $LEN" "$FREE" "?w:$IBC/ctl:dereg 2"
+}
+for op in get_pages dma_map_pages dma_unmap_pages put_pages; do life $op; done
+echo 1 >/sys/module/nv_peer_mem/parameters/probe_then_pin
+life put_pages
+echo 0 >/sys/module/nv_peer_mem/parameters/probe_then_pin
+# The persistent client's (CQ buffers): pinned through cudaFree, released at deregistration.
+if nv_has_persistent; then
+	for op in get_pages get_pages_persistent put_pages put_pages_persistent; do
+		ctl_nv "inject $op -5 1 1000" 2>/dev/null || continue # not in this generation
+		ctl_nv "inject clear"
+		nvfail "$op" "$ALLOC" "?w:$IBC/ctl:reg 5 edu0 $VA $LEN cq" "$FREE" "?w:$IBC/ctl:dereg 5"
+	done
+fi
+
+echo 0 >/sys/module/nvidia/parameters/inject_stack
+echo "$printk_levels" >/proc/sys/kernel/printk
+echo 1 >$FS/verbose
+echo Y >$FS/ignore-gfp-wait
+dmesg -c >/dev/null
+check "cudaMalloc after the sweep" ctl_nv "alloc $VA $LEN contiguous"
+check "a registration works after the sweep" ctl_ib "reg 9 edu0 $VA $LEN"
+dma_check 9 0x10000 "$VA + 0x10000"
+check "deregister" ctl_ib "dereg 9"
+check "cudaFree" ctl_nv "free $VA"
+expect_nv_clean "after the sweep"
+check "unload" unload_world
+finish

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * failnth: run a few steps in one process (NVIDIA finds GPU memory by the calling process, so
+ * cudaMalloc, registration and teardown must come from the same one) and fail the N-th fault
+ * injection point of exactly one of them, through /proc/thread-self/fail-nth (the kernel
+ * counts only the calls its fault attributes let through: the sweep restricts failslab to
+ * allocations made under module code, tests/scenarios/30-sweep.sh).
+ *
+ *   failnth N STEP...
+ *
+ * A STEP is KIND:ARG[:TEXT]. Lower case kinds must succeed (else "setup-failed step=I rc=E"),
+ * a leading '?' lets one fail ("step=I rc=E"), upper case arms fail-nth = N (0: nothing) for
+ * that step alone:
+ *   w:FILE:TEXT   write TEXT to FILE          r:FILE       read FILE to its end
+ *   l:KO:PARAMS   finit_module(KO, PARAMS)    u:NAME       delete_module(NAME)
+ * Prints "rc=E left=K" for the armed step: E is 0 or the errno it failed with, K the count
+ * left in fail-nth (0: the N-th injection point was reached and failed; more: the step made
+ * fewer than N calls). Exit status 0 unless a step could not be run at all.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int failnth_fd = -1;
+
+static int arm(unsigned int n)
+{
+	char buf[16];
+	int len = snprintf(buf, sizeof(buf), "%u", n);
+
+	return pwrite(failnth_fd, buf, len, 0) == len ? 0 : -1;
+}
+
+static long left(void)
+{
+	char buf[16] = "";
+
+	if (pread(failnth_fd, buf, sizeof(buf) - 1, 0) <= 0)
+		return -1;
+	return strtol(buf, NULL, 10);
+}
+
+/* Runs one step; arms fail-nth = n around its system call when n > 0. Returns 0 or errno. */
+static int run_step(char kind, char *arg, char *text, unsigned int n, long *rest)
+{
+	char buf[4096];
+	int fd, err = 0;
+	ssize_t r;
+
+	switch (kind) {
+	case 'w':
+		fd = open(arg, O_WRONLY);
+		if (fd < 0)
+			return errno;
+		if (n && arm(n))
+			return errno;
+		if (write(fd, text, strlen(text)) < 0)
+			err = errno;
+		break;
+	case 'r':
+		if (n && arm(n))
+			return errno;
+		fd = open(arg, O_RDONLY);
+		if (fd < 0) {
+			err = errno;
+			break;
+		}
+		while ((r = read(fd, buf, sizeof(buf))) > 0)
+			;
+		if (r < 0)
+			err = errno;
+		break;
+	case 'l':
+		fd = open(arg, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return errno;
+		if (n && arm(n))
+			return errno;
+		if (syscall(SYS_finit_module, fd, text ? text : "", 0))
+			err = errno;
+		break;
+	case 'u':
+		fd = -1;
+		if (n && arm(n))
+			return errno;
+		if (syscall(SYS_delete_module, arg, O_NONBLOCK))
+			err = errno;
+		break;
+	default:
+		return EINVAL;
+	}
+	if (n) {
+		*rest = left();
+		arm(0);
+	}
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned int n;
+	int i;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: failnth N STEP...\n");
+		return 2;
+	}
+	n = strtoul(argv[1], NULL, 0);
+	failnth_fd = open("/proc/thread-self/fail-nth", O_RDWR);
+	if (failnth_fd < 0) {
+		perror("failnth: /proc/thread-self/fail-nth");
+		return 2;
+	}
+	for (i = 2; i < argc; i++) {
+		char *step = argv[i], *arg, *text;
+		int quiet = step[0] == '?', armed, err;
+		char kind;
+		long rest = -1;
+
+		step += quiet;
+		kind = step[0];
+		if (!kind || step[1] != ':') {
+			fprintf(stderr, "failnth: bad step '%s'\n", argv[i]);
+			return 2;
+		}
+		arg = step + 2;
+		text = NULL;
+		if (kind == 'w' || kind == 'W' || kind == 'l' || kind == 'L') {
+			text = strchr(arg, ':');
+			if (!text) {
+				fprintf(stderr, "failnth: step '%s' needs :TEXT\n", argv[i]);
+				return 2;
+			}
+			*text++ = '\0';
+		}
+		armed = kind >= 'A' && kind <= 'Z';
+		err = run_step(armed ? kind - 'A' + 'a' : kind, arg, text, armed ? n : 0, &rest);
+		if (armed)
+			printf("rc=%d left=%ld\n", err, rest);
+		else if (err)
+			printf("%sstep=%d rc=%d\n", quiet ? "" : "setup-failed ", i - 1, err);
+	}
+	return 0;
+}
