@@ -238,9 +238,9 @@ def main():
         m = re.match(r"^\s*\[\s*\d+\]\s+\.text\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)", line)
         if m:
             print(f"# text_size 0x{int(m.group(1), 16):x}")
-    names = demangle({f for _, _, _, f in found})
+    names = demangle({f for _, _, _, f in found} | {c for _, _, c, _ in found})
     for key, cls, callee, func in found:
-        print(f"{key}\t{cls}\t{callee}\t{names.get(func, func)}")
+        print(f"{key}\t{cls}\t{names.get(callee, callee)}\t{names.get(func, func)}")
     for u in unclassified:
         print(f"# unclassified import (add it to tests/sweep/imports.txt): {u}", file=sys.stderr)
 
