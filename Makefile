@@ -7,6 +7,8 @@
 #   make vmtest                                        only the VM scenarios
 #   make racetest                                      the race scenarios, NVPM_RACE_RUNS boots per world
 #   make stress                                        the in-kernel races, NVPM_STRESS_ITERS (100000) per race
+#   make soak                                          SOAK_MINUTES (10) of random registrations, frees,
+#                                                      DMA checks and service restarts in the VM
 #   make bench                                         registration timed in the VM; rewrites
 #                                                      Documentation/performance.md
 #   make install / uninstall                           hand install of the module and the service
@@ -35,7 +37,7 @@ SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
 
-.PHONY: all modules preflight clean install install-service install-dkms-source uninstall check vmtest racetest stress demo bench test-kernel
+.PHONY: all modules preflight clean install install-service install-dkms-source uninstall check vmtest racetest stress soak demo bench test-kernel
 
 all: modules
 
@@ -111,6 +113,12 @@ stress:
 	NVPM_VM_EXTRA_APPEND="nvpm.stress_iters=$(NVPM_STRESS_ITERS)" NVPM_VM_TIMEOUT=36000 \
 		NVPM_TESTING_REPORT="make stress NVPM_STRESS_ITERS=$(NVPM_STRESS_ITERS)" \
 		NVPM_KLINES=7 NVPM_MATRIX_7="r580:24.x r470:4.9" tests/run.sh vm 29-stress
+
+SOAK_MINUTES ?= 10
+soak:
+	NVPM_VM_EXTRA_APPEND="nvpm.soak_minutes=$(SOAK_MINUTES)" NVPM_VM_TIMEOUT=$$(( $(SOAK_MINUTES) * 60 + 900 )) \
+		NVPM_TESTING_REPORT="make soak SOAK_MINUTES=$(SOAK_MINUTES)" \
+		NVPM_KLINES=7 NVPM_MATRIX_7="r580:24.x" tests/run.sh vm soak-vm
 
 demo:
 	tests/demo.sh

@@ -24,7 +24,8 @@ trap 'rm -rf "$root"' EXIT
 mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc/nvpm,tests/scenarios,tests/service,lib/modules/"$kver"/extra}
 cp /bin/busybox "$root/bin/busybox"
 install -m 755 "$here/init" "$root/init"
-install -m 644 "$here/lib.sh" "$here/cleanup.sh" "$here/demo.sh" "$here/../bench/bench-vm.sh" "$root/tests/"
+install -m 644 "$here/lib.sh" "$here/cleanup.sh" "$here/demo.sh" "$here/../bench/bench-vm.sh" \
+	"$here/../soak/soak-vm.sh" "$root/tests/"
 install -m 644 "$here/../bad-inputs/table.txt" "$root/tests/bad-inputs.txt"
 install -m 644 "$here"/../scenarios/*.sh "$root/tests/scenarios/"
 install -m 644 "$here"/../service/*.sh "$root/tests/service/"
