@@ -162,7 +162,8 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 		fi
 		# make stress: its figures go to Documentation/testing.md, with the command.
 		if [ -n "${NVPM_TESTING_REPORT:-}" ]; then
-			python3 "$top/tests/testing-report.py" "$NVPM_TESTING_REPORT" \
+			NVPM_SWEEP_SITES="$build_dir/sweep-sites.txt" \
+				python3 "$top/tests/testing-report.py" "$NVPM_TESTING_REPORT" \
 				"$top/Documentation/testing.md" "${job_logs[@]}"
 		fi
 	fi

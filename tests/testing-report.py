@@ -5,13 +5,18 @@ usage: testing-report.py COMMAND DOC CONSOLE-LOG...
 
 COMMAND is the command that produced the logs (printed with the figures). From each log that
 ran scenario 29 it takes the "stress: ..." lines; from each that ran scenario 28, the table
-and its "bad inputs: N tried, N as expected" line. The kernel and world of each log come from
-its VM-READY line.
+and its "bad inputs: N tried, N as expected" line; from each that ran the soak, its "soak: ..."
+line; and when NVPM_SWEEP_SITES names the module's site list (tests/sweep/sites.py), the sweep's
+report (scenario 30). The kernel and world of each log come from its VM-READY line. A section
+whose scenario ran in none of the logs is left as it is.
 """
 import os
 import re
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "sweep"))
+import report as sweep_report  # noqa: E402
 
 READY = re.compile(r"VM-READY kernel (\S+) nvidia (\S+) ib_core (\S+)")
 
@@ -44,7 +49,7 @@ def replace(doc, tag, text):
 
 def main():
     command, doc_path, logs = sys.argv[1], sys.argv[2], sys.argv[3:]
-    stress, bad = [], []
+    stress, bad, soak, swept = [], [], [], []
     for path in logs:
         text = open(path, errors="replace").read()
         ready = READY.search(text)
@@ -52,6 +57,13 @@ def main():
         body, rc = block(text, "29-stress")
         if body is not None:
             stress.append((world, rc, stress_rows(body)))
+        body, rc = block(text, "soak-vm")
+        if body is not None:
+            line = [l.strip() for l in body.splitlines() if l.startswith("soak: ")]
+            soak.append((world, rc, line[0] if line else "soak: did not finish"))
+        body, rc = block(text, "30-sweep")
+        if body is not None:
+            swept.append((world, rc, path))
         body, rc = block(text, "28-bad-inputs")
         if body is not None:
             table = [l for l in body.splitlines() if l.startswith("| ")]
@@ -102,6 +114,33 @@ def main():
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             out.append("| " + " | ".join(cells) + " |")
         doc = replace(doc, "bad-inputs", "\n".join(out))
+    if soak:
+        out = ["Produced by `%s` on %s." % (command, when), ""]
+        out.append("| world | scenario | " + " | ".join(
+            k for k, _ in re.findall(r"(\S+?)=(\S+)", soak[0][2])) + " |")
+        out.append("|---|---|" + "---|" * len(re.findall(r"(\S+?)=(\S+)", soak[0][2])))
+        for world, rc, line in soak:
+            kv = re.findall(r"(\S+?)=(\S+)", line)
+            out.append("| %s | %s | %s |" % (world, "passed" if rc == 0 else "FAILED",
+                                            " | ".join(v for _, v in kv)))
+        doc = replace(doc, "soak", "\n".join(out))
+    sites = os.environ.get("NVPM_SWEEP_SITES")
+    if swept and sites:
+        lines = sweep_report.report(sites, [p for _, _, p in swept])
+        out = ["Produced by `%s` on %s, in %s." % (
+            command, when, "; ".join("%s (scenario %s)" % (w, "passed" if rc == 0 else "FAILED")
+                                     for w, rc, _ in swept)), ""]
+        out += [l for l in lines if l.startswith("sites:")] + [""]
+        out.append("| site (function, return offset) | class | callee | runs | phases | errnos seen | behaved |")
+        out.append("|---|---|---|---|---|---|---|")
+        for l in lines:
+            if l.startswith("sweep: ") and " | " in l and not l.startswith("sweep: site |"):
+                cells = l[len("sweep: "):].split(" | ")
+                cells[0] = "`%s`" % cells[0]
+                out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+        out += [l[len("sweep: "):] for l in lines if l.startswith("sweep: runs outside")]
+        doc = replace(doc, "sweep", "\n".join(out))
     open(doc_path, "w").write(doc)
     return 0
 
