@@ -45,13 +45,17 @@ def classify(rules, sym):
     return None
 
 
-def calls(ko):
+def disassemble(ko):
+    """objdump's listing of the module, with its relocations."""
+    return subprocess.run(["objdump", "-dr", "--no-show-raw-insn", ko],
+                          check=True, capture_output=True, text=True).stdout
+
+
+def calls(listing):
     """(function, key, op, target) for every call or jmp to a function: its relocation's symbol
     (calls between the module's object files and out of it), or the function objdump names
     (calls inside one object file, resolved at compile time). The key is the address after
     the instruction, the return address a stack trace shows."""
-    out = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", ko],
-                         check=True, capture_output=True, text=True).stdout
     func, start, pending = None, 0, None
 
     def flush(next_addr):
@@ -60,7 +64,7 @@ def calls(ko):
             if target:
                 yield func, f"{func}+0x{next_addr - start:x}", op, target
 
-    for line in out.splitlines():
+    for line in listing.splitlines():
         m = FUNC.match(line)
         if m:
             yield from flush(int(m.group("addr"), 16))
@@ -112,11 +116,11 @@ def readelf(ko, flag):
                           text=True).stdout.splitlines()
 
 
-def reachable(ko):
+def reachable(ko, listing, section_headers):
     """Names of the functions something can call: those whose address is stored in data
     (init and exit through this_module, ops tables, parameters), and those these reach."""
     secnames, funcs, edges, roots = {}, [], {}, set()
-    for line in readelf(ko, "-S"):
+    for line in section_headers:
         m = re.match(r"^\s*\[\s*(\d+)\]\s+(\S+)", line)
         if m:
             secnames[m.group(1)] = m.group(2)
@@ -161,10 +165,8 @@ def reachable(ko):
             roots.add(target)
     # References inside one object file are resolved at compile time, without a relocation:
     # objdump names their target ("call 3da2 <f>", "lea ...(%rip)  # 3da2 <f>").
-    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", ko],
-                         check=True, capture_output=True, text=True).stdout
     func = None
-    for line in out.splitlines():
+    for line in listing.splitlines():
         m = FUNC.match(line)
         if m:
             func = m.group("name")
@@ -184,37 +186,38 @@ def reachable(ko):
 
 
 def sites(ko, rules):
-    """(sites, unclassified imports): sites as (key, class, callee, function)."""
+    """(sites, unclassified imports, section headers): sites as (key, class, callee, function)."""
     ext = undefined(ko)
-    live = reachable(ko)
-    all_calls = [c for c in calls(ko) if c[0] in live]
+    listing = disassemble(ko)
+    section_headers = readelf(ko, "-S")
+    live = reachable(ko, listing, section_headers)
+    all_calls = [c for c in calls(listing) if c[0] in live]
     unclassified = sorted({t for _, _, _, t in all_calls if t in ext and classify(rules, t) is None})
     # Functions of the module that leave it by a tail call into a fallible function.
     tail = {}
+
+    def resolve(target):
+        """(class, callee outside the module) of a call to target; class None: not fallible."""
+        if target in ext:
+            return classify(rules, target), target
+        return tail.get(target, (None, None))
+
     changed = True
     while changed:
         changed = False
         for func, _, op, target in all_calls:
             if op != "jmp" or func in tail:
                 continue
-            cls = classify(rules, target) if target in ext else tail.get(target, (None,))[0]
+            cls, callee = resolve(target)
             if cls and cls != "-":
-                tail[func] = (cls, tail.get(target, (None, target))[1] if target not in ext else target)
+                tail[func] = (cls, callee)
                 changed = True
     found = []
     for func, key, op, target in all_calls:
-        if op != "call":
-            continue
-        if target in ext:
-            cls = classify(rules, target)
-            callee = target
-        elif target in tail:
-            cls, callee = tail[target]
-        else:
-            continue
-        if cls and cls != "-":
+        cls, callee = resolve(target)
+        if op == "call" and cls and cls != "-":
             found.append((key, cls, callee, func))
-    return found, unclassified
+    return found, unclassified, section_headers
 
 
 def main():
@@ -226,7 +229,7 @@ def main():
         sys.exit(__doc__)
     ko = args[0]
     rules = load_imports(args[1] if len(args) > 1 else os.path.join(HERE, "imports.txt"))
-    found, unclassified = sites(ko, rules)
+    found, unclassified, section_headers = sites(ko, rules)
     if check:
         if unclassified:
             print(f"FAIL sweep:imports-classified: not in tests/sweep/imports.txt: {' '.join(unclassified)}")
@@ -234,7 +237,7 @@ def main():
             print(f"PASS sweep:imports-classified")
         return
     # The size of the module's .text, for the sweep's stack filter once it is loaded.
-    for line in readelf(ko, "-S"):
+    for line in section_headers:
         m = re.match(r"^\s*\[\s*\d+\]\s+\.text\s+\S+\s+[0-9a-f]+\s+[0-9a-f]+\s+([0-9a-f]+)", line)
         if m:
             print(f"# text_size 0x{int(m.group(1), 16):x}")
