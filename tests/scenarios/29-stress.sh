@@ -8,7 +8,6 @@
 ITERS=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.stress_iters=//p')
 : "${ITERS:=5000}"
 CHUNK=500
-BAD='BUG:|WARNING:|KASAN|kmemleak:|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|INFO: task .* blocked|Oops|general protection|FAKE-VIOLATION|Kernel panic|sleeping function called from invalid context|UBSAN|list_add corruption|refcount_t:'
 : >/tmp/stress.bad
 : >/tmp/stress.tail
 loglines=0
@@ -16,7 +15,7 @@ loglines=0
 # kernel reports are kept for the harness, the rest only counted.
 drain() {
 	dmesg -c >/tmp/stress.chunk
-	grep -E "$BAD" /tmp/stress.chunk >>/tmp/stress.bad
+	grep -E "$KERNEL_REPORTS" /tmp/stress.chunk >>/tmp/stress.bad
 	tail -n 20 /tmp/stress.chunk >/tmp/stress.tail
 	loglines=$((loglines + $(wc -l </tmp/stress.chunk)))
 }

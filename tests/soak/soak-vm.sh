@@ -10,7 +10,6 @@ MINUTES=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.soak_minutes=//p')
 : "${MINUTES:=10}"
 WORKERS=3
 svc=/etc/init.d/nv_peer_mem
-BAD='BUG:|WARNING:|KASAN|kmemleak:|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|INFO: task .* blocked|Oops|general protection|FAKE-VIOLATION|Kernel panic|sleeping function called from invalid context|UBSAN|list_add corruption|refcount_t:'
 : >/tmp/soak.bad
 
 check "load the fakes" sh -c "modprobe nvidia && modprobe ib_core"
@@ -96,7 +95,7 @@ admin() {
 }
 
 # Kernel log out of the ring buffer every 30 s, reports kept.
-drain() { dmesg -c >/tmp/soak.chunk; grep -E "$BAD" /tmp/soak.chunk >>/tmp/soak.bad; }
+drain() { dmesg -c >/tmp/soak.chunk; grep -E "$KERNEL_REPORTS" /tmp/soak.chunk >>/tmp/soak.bad; }
 
 w=0
 while [ $w -lt $WORKERS ]; do
