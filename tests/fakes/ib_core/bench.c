@@ -24,11 +24,7 @@ static const char *const fake_bench_names[FB_NR] = {
 	"acquire", "get_pages", "dma_map", "dma_unmap", "put_pages", "release",
 };
 
-#define FAKE_BENCH_BUF	8192
-
-static DEFINE_MUTEX(fake_bench_lock);
-static char *fake_bench_out;
-static size_t fake_bench_len;
+static struct fake_results fake_bench_results = FAKE_RESULTS_INIT(fake_bench_results);
 
 static int fake_bench_one(struct fake_client **cp, void **ctx, u64 addr,
 			  u64 len, struct device *dma_dev, u64 *t,
@@ -112,37 +108,22 @@ int fake_bench(const char *tag, const char *devname, u64 addr, u64 len,
 		n += scnprintf(line + n, 512 - n, " %s_ns=%llu",
 			       fake_bench_names[i], div_u64(sum[i], iters));
 	n += scnprintf(line + n, 512 - n, "\n");
-	mutex_lock(&fake_bench_lock);
-	if (!fake_bench_out)
-		fake_bench_out = kzalloc(FAKE_BENCH_BUF, GFP_KERNEL);
-	if (fake_bench_out && fake_bench_len + n < FAKE_BENCH_BUF) {
-		memcpy(fake_bench_out + fake_bench_len, line, n);
-		fake_bench_len += n;
-	} else {
-		ret = -ENOSPC;
-	}
-	mutex_unlock(&fake_bench_lock);
+	ret = fake_results_add(&fake_bench_results, line, n);
 	kfree(line);
 	return ret;
 }
 
 void fake_bench_clear(void)
 {
-	mutex_lock(&fake_bench_lock);
-	fake_bench_len = 0;
-	mutex_unlock(&fake_bench_lock);
+	fake_results_clear(&fake_bench_results);
 }
 
 void fake_bench_show(struct seq_file *m)
 {
-	mutex_lock(&fake_bench_lock);
-	if (fake_bench_out)
-		seq_write(m, fake_bench_out, fake_bench_len);
-	mutex_unlock(&fake_bench_lock);
+	fake_results_show(&fake_bench_results, m);
 }
 
 void fake_bench_exit(void)
 {
-	kfree(fake_bench_out);
-	fake_bench_out = NULL;
+	fake_results_free(&fake_bench_results);
 }

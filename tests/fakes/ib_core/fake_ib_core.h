@@ -268,8 +268,21 @@ void fake_mr_exit(void);
 int fake_sg_check(struct fake_mr *mr, int nents);
 void fake_sg_fix(struct fake_mr *mr);        /* 24.07 fix_peer_sgls() */
 void fake_sg_restore(struct fake_mr *mr);    /* restore part of ib_unmap_peer_client() */
-/* NIC view from the live sg list; caller frees *segs. */
 unsigned long fake_sg_best_pgsz(struct fake_mr *mr);
+/* NIC view from the live sg list; caller frees *segs. */
+int fake_sg_segs(struct fake_mr *mr, struct fake_seg **segs, u64 *base);
+
+/* results.c: the lines bench and stress keep for their debugfs files (fake-only) */
+struct fake_results {
+	struct mutex lock;
+	char *buf;
+	size_t len;
+};
+#define FAKE_RESULTS_INIT(name) { .lock = __MUTEX_INITIALIZER(name.lock) }
+int fake_results_add(struct fake_results *r, const char *line, size_t n);
+void fake_results_clear(struct fake_results *r);
+void fake_results_show(struct fake_results *r, struct seq_file *m);
+void fake_results_free(struct fake_results *r);
 
 /* bench.c (fake-only, make bench) */
 int fake_bench(const char *tag, const char *devname, u64 addr, u64 len,
@@ -284,7 +297,6 @@ int fake_stress(const char *race, unsigned long iters, unsigned int jitter_us,
 void fake_stress_clear(void);
 void fake_stress_show(struct seq_file *m);
 void fake_stress_exit(void);
-int fake_sg_segs(struct fake_mr *mr, struct fake_seg **segs, u64 *base);
 
 /* core_v5.c */
 int fake_v5_reg(struct fake_mr *mr);

@@ -40,7 +40,6 @@ int fnv_buffer_free(u64 va);
 #define STRESS_VA	0x7e0000000000ULL	/* away from the scenarios' buffers */
 #define STRESS_LEN	0x40000ULL		/* 4 GPU pages */
 #define STRESS_ID	1000000UL		/* MR ids: away from the scenarios' */
-#define STRESS_OUT	4096
 
 enum stress_race { SR_REG_FREE, SR_DEREG_FREE, SR_WORKER_FREE, SR_OVERLAP_FREE,
 	SR_MANY, SR_NR };
@@ -78,9 +77,8 @@ struct stress_side {
 	struct completion exited;
 };
 
-static DEFINE_MUTEX(stress_lock);	/* one run at a time; the output */
-static char *stress_out;
-static size_t stress_len;
+static DEFINE_MUTEX(stress_lock);	/* one run at a time */
+static struct fake_results stress_results = FAKE_RESULTS_INIT(stress_results);
 
 static void stress_unexpected(struct stress_run *r, const char *what, int ret)
 {
@@ -277,12 +275,8 @@ static void stress_record(struct stress_run *r, unsigned long iters, s64 ms)
 			       atomic_long_read(&r->outcome[k]));
 	n += scnprintf(line + n, 512 - n, "\n");
 	pr_info("%s", line);
-	if (!stress_out)
-		stress_out = kzalloc(STRESS_OUT, GFP_KERNEL);
-	if (stress_out && stress_len + n < STRESS_OUT) {
-		memcpy(stress_out + stress_len, line, n);
-		stress_len += n;
-	}
+	if (fake_results_add(&stress_results, line, n))
+		pr_warn("stress: no room to keep the line above; read stress and clear it\n");
 	kfree(line);
 }
 
@@ -354,22 +348,15 @@ put:
 
 void fake_stress_clear(void)
 {
-	mutex_lock(&stress_lock);
-	kfree(stress_out);
-	stress_out = NULL;
-	stress_len = 0;
-	mutex_unlock(&stress_lock);
+	fake_results_clear(&stress_results);
 }
 
 void fake_stress_show(struct seq_file *m)
 {
-	mutex_lock(&stress_lock);
-	if (stress_out)
-		seq_write(m, stress_out, stress_len);
-	mutex_unlock(&stress_lock);
+	fake_results_show(&stress_results, m);
 }
 
 void fake_stress_exit(void)
 {
-	fake_stress_clear();
+	fake_results_free(&stress_results);
 }
