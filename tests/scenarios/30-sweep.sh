@@ -44,10 +44,7 @@ echo 1 >/proc/sys/kernel/printk
 
 # What is left that should not be: prints nothing when clean.
 leftovers() {
-	for k in pins persistent_pins mappings dead_tables; do
-		v=$(nv_stat $k)
-		[ "$v" = 0 ] || printf '%s=%s,' "$k" "$v"
-	done
+	nv_left
 	[ -z "$(cat $IBC/regs)" ] || printf 'mrs,'
 	if [ -d /sys/module/nv_peer_mem ]; then
 		r=$(cat /sys/module/nv_peer_mem/refcnt)
