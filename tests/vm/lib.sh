@@ -10,8 +10,8 @@ PEERS=/sys/kernel/mm/memory_peers
 # shellcheck disable=SC2034 # used by the scenarios
 GPU_VA=0x7f0000000000 # where scenarios put their first GPU buffer
 FAILED=0
-# Kernel reports (vm/parse-log.py's BAD), for scenarios that drain the kernel log themselves
-# and hand these lines back to the harness.
+# Kernel reports: what fails a scenario's kernel log (vm/parse-log.py reads this line), and what
+# the scenarios that drain the kernel log themselves hand back to the harness. One line, ERE.
 # shellcheck disable=SC2034 # used by the scenarios
 KERNEL_REPORTS='BUG:|WARNING:|KASAN|kmemleak:|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|INFO: task .* blocked|Oops|general protection|FAKE-VIOLATION|Kernel panic|sleeping function called from invalid context|UBSAN|list_add corruption|refcount_t:'
 

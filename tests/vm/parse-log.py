@@ -10,13 +10,19 @@ failed.
 """
 import re
 import sys
+from pathlib import Path
 
-BAD = re.compile(
-    r"BUG:|WARNING:|KASAN|kmemleak:|possible circular locking|possible recursive locking|"
-    r"inconsistent lock state|lockdep|INFO: task .* blocked|Oops|general protection|"
-    r"FAKE-VIOLATION|Kernel panic|sleeping function called from invalid context|"
-    r"UBSAN|list_add corruption|refcount_t:"
-)
+
+def kernel_reports() -> "re.Pattern[str]":
+    """lib.sh's KERNEL_REPORTS: the one list of what counts as a kernel report."""
+    lib = (Path(__file__).parent / "lib.sh").read_text()
+    m = re.search(r"^KERNEL_REPORTS='([^']+)'$", lib, re.M)
+    if not m:
+        sys.exit("parse-log.py: no KERNEL_REPORTS='...' line in lib.sh")
+    return re.compile(m.group(1))
+
+
+BAD = kernel_reports()
 
 
 def main() -> int:
