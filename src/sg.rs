@@ -35,30 +35,69 @@ extern "C" {
 
 /// The entries for `addrs`, `chunk` bytes each: one per address, or with `coalesce` one per run
 /// of contiguous addresses, each run at most `u32::MAX` rounded down to `chunk`.
+///
+/// The list is allocated once, at its exact length: how many runs there are depends on where
+/// the IOMMU put each page, and growing the list as it fills would make the number of
+/// allocations (and so which one a fault-injection run fails) depend on that too.
 pub(crate) fn sg_runs(addrs: &[u64], chunk: u64, coalesce: bool) -> Result<KVec<SgRun>> {
-    let chunk32 = u32::try_from(chunk).map_err(|_| EINVAL)?;
-    let max_len = u32::MAX - u32::MAX % chunk32;
-    let mut runs: KVec<SgRun> = KVec::new();
-    for &dma in addrs {
-        if coalesce {
-            if let Some(last) = runs.last_mut() {
-                let contiguous = last.dma.checked_add(u64::from(last.len)) == Some(dma);
-                if contiguous && last.len <= max_len - chunk32 {
-                    last.len += chunk32;
-                    continue;
-                }
-            }
-        }
-        runs.push(
-            SgRun {
-                dma,
-                len: chunk32,
-                _pad: 0,
-            },
-            GFP_KERNEL,
-        )?;
+    let chunk = u32::try_from(chunk)
+        .ok()
+        .filter(|&c| c != 0)
+        .ok_or(EINVAL)?;
+    let count = Runs::new(addrs, chunk, coalesce).count();
+    let mut runs = KVec::with_capacity(count, GFP_KERNEL)?;
+    for run in Runs::new(addrs, chunk, coalesce) {
+        // Within the capacity reserved above: no allocation.
+        runs.push(run, GFP_KERNEL)?;
     }
     Ok(runs)
+}
+
+/// The entries of a list of DMA addresses, in order (see [`sg_runs`]).
+struct Runs<'a> {
+    addrs: core::slice::Iter<'a, u64>,
+    chunk: u32,
+    max_len: u32,
+    coalesce: bool,
+    /// The entry being built, which the next address may extend.
+    open: Option<SgRun>,
+}
+
+impl<'a> Runs<'a> {
+    fn new(addrs: &'a [u64], chunk: u32, coalesce: bool) -> Self {
+        Self {
+            addrs: addrs.iter(),
+            chunk,
+            max_len: u32::MAX - u32::MAX % chunk,
+            coalesce,
+            open: None,
+        }
+    }
+}
+
+impl Iterator for Runs<'_> {
+    type Item = SgRun;
+
+    fn next(&mut self) -> Option<SgRun> {
+        for &dma in self.addrs.by_ref() {
+            let fresh = SgRun {
+                dma,
+                len: self.chunk,
+                _pad: 0,
+            };
+            let Some(run) = self.open.as_mut() else {
+                self.open = Some(fresh);
+                continue;
+            };
+            let contiguous = run.dma.checked_add(u64::from(run.len)) == Some(dma);
+            if self.coalesce && contiguous && run.len <= self.max_len - self.chunk {
+                run.len += self.chunk;
+                continue;
+            }
+            return self.open.replace(fresh);
+        }
+        self.open.take()
+    }
 }
 
 /// Our `sg_table` with one entry per run; the list is freed on drop.
