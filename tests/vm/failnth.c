@@ -20,6 +20,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +118,20 @@ int main(int argc, char **argv)
 	if (failnth_fd < 0) {
 		perror("failnth: /proc/thread-self/fail-nth");
 		return 2;
+	}
+	/*
+	 * All steps on CPU 0. The IOMMU keeps freed IOVAs in per-CPU caches: when deregistration
+	 * ran on one CPU and the next registration on the other, the mapping finds its cache empty
+	 * and allocates (slab, under nv_peer_mem's stack), so which allocation the N-th is would
+	 * change from run to run and the sweep could step over a call site.
+	 */
+	{
+		cpu_set_t cpu0;
+
+		CPU_ZERO(&cpu0);
+		CPU_SET(0, &cpu0);
+		if (sched_setaffinity(0, sizeof(cpu0), &cpu0))
+			perror("failnth: sched_setaffinity");
 	}
 	for (i = 2; i < argc; i++) {
 		char *step = argv[i], *arg, *text;
