@@ -4,7 +4,8 @@
 usage: testing-report.py COMMAND DOC CONSOLE-LOG...
 
 COMMAND is the command that produced the logs (printed with the figures). From each log that
-ran scenario 29 it takes the "stress: ..." lines; from each that ran scenario 28, the table
+ran scenario 29 it takes the "stress: ..." lines (one block per world: a run of some worlds
+keeps the blocks of the others); from each that ran scenario 28, the table
 and its "bad inputs: N tried, N as expected" line; from each that ran the soak, its "soak: ..."
 line; and when NVPM_SWEEP_SITES names the module's site list (tests/sweep/sites.py), the sweep's
 report (scenario 30). The kernel and world of each log come from its VM-READY line. A section
@@ -47,6 +48,31 @@ def replace(doc, tag, text):
     return doc[:i] + "\n" + text.rstrip() + "\n" + doc[j:]
 
 
+def section(doc, tag):
+    begin, end = "<!-- %s:begin -->" % tag, "<!-- %s:end -->" % tag
+    return doc[doc.index(begin) + len(begin):doc.index(end)]
+
+
+def merge_worlds(old, new):
+    """The section's blocks, one per world (from a line "**WORLD** ..." to the next): those of
+    the worlds in NEW, a list of (world, text), replace the old ones in place or come last; the
+    others stay as they were, with the command and date that produced them."""
+    blocks, text = [], None
+    for line in old.strip().splitlines():
+        m = re.match(r"\*\*(.+?)\*\*", line)
+        if m:
+            text = [line]
+            blocks.append([m.group(1), text])
+        elif text is not None:
+            text.append(line)
+    fresh = dict(new)
+    out = []
+    for world, lines in blocks:
+        out.append(fresh.pop(world) if world in fresh else "\n".join(lines).rstrip() + "\n")
+    out += [text for world, text in new if world in fresh]
+    return "\n".join(out)
+
+
 def main():
     command, doc_path, logs = sys.argv[1], sys.argv[2], sys.argv[3:]
     stress, bad, soak, swept = [], [], [], []
@@ -73,9 +99,10 @@ def main():
     when = time.strftime("%Y-%m-%d", time.gmtime(max(os.path.getmtime(p) for p in logs)))
     doc = open(doc_path).read()
     if stress:
-        out = ["Produced by `%s` on %s." % (command, when), ""]
+        blocks = []
         for world, rc, rows in stress:
-            out.append("**%s** (scenario %s):" % (world, "passed" if rc == 0 else "FAILED"))
+            out = ["**%s** (scenario %s), by `%s` on %s:" % (
+                world, "passed" if rc == 0 else "FAILED", command, when)]
             out.append("")
             out.append("| race | iterations | seconds | outcomes | nv_peer_mem counters |")
             out.append("|---|---|---|---|---|")
@@ -99,7 +126,8 @@ def main():
                            "mappings, tables, MRs, contexts and module references checked after "
                            "the races; kmemleak after the boot).")
                 out.append("")
-        doc = replace(doc, "stress", "\n".join(out))
+            blocks.append((world, "\n".join(out)))
+        doc = replace(doc, "stress", merge_worlds(section(doc, "stress"), blocks))
     if bad:
         out = ["Produced by `%s` on %s." % (command, when), ""]
         for world, rc, table, summary in bad:
