@@ -5,6 +5,8 @@
 #   make demo                                          build, boot the emulated world, show it working
 #   make check                                         every test; ends with "N passed, N failed"
 #   make vmtest                                        only the VM scenarios
+#   make stocktest                                     only the stock world: the packages on Debian 13's
+#                                                      own kernel, DKMS, systemd (tests/stock/)
 #   make racetest                                      the race scenarios, NVPM_RACE_RUNS boots per world
 #   make stress                                        the in-kernel races, NVPM_STRESS_ITERS (100000) per race,
 #                                                      in NVPM_STRESS_WORLDS (r580:24.x r470:4.9)
@@ -38,7 +40,7 @@ SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
 
-.PHONY: all modules preflight clean install install-service install-dkms-source uninstall check vmtest racetest stress soak demo bench test-kernel
+.PHONY: all modules preflight clean install install-service install-dkms-source uninstall check stocktest vmtest racetest stress soak demo bench test-kernel
 
 all: modules
 
@@ -46,8 +48,20 @@ preflight:
 	@KDIR='$(KDIR)' RUSTC='$(RUSTC)' OFA_SYMVERS='$(OFA_SYMVERS)' NV_SYMVERS='$(NV_SYMVERS)' \
 		KVER='$(KVER)' scripts/preflight.sh
 
+# A distribution's headers built with Rust but shipped without its build artifacts (Debian's):
+# build against a completed copy of the tree (scripts/rust-tree.sh rebuilds the artifacts from
+# the kernel's source package, once per kernel). Complete trees, and trees without Rust (for
+# preflight to explain), are used as they are.
+RUST_TREE_NEEDED = $(and $(filter y,$(shell sed -n 's/^CONFIG_RUST=//p' $(KDIR)/.config 2>/dev/null)),$(if $(wildcard $(KDIR)/rust/libkernel.rmeta),,y))
+
+ifneq ($(RUST_TREE_NEEDED),)
+modules:
+	+@tree=$$(RUSTC='$(RUSTC)' scripts/rust-tree.sh '$(KDIR)') && \
+		$(MAKE) --no-print-directory modules KDIR="$$tree"
+else
 modules: preflight
 	+$(KMAKE) KBUILD_EXTRA_SYMBOLS="$(OFA_SYMVERS) $(NV_SYMVERS)" modules
+endif
 
 clean:
 	+$(KMAKE) clean 2>/dev/null || true
@@ -76,7 +90,7 @@ install-dkms-source:
 	install -d $(DESTDIR)$(DKMS_SRC_DIR)/src $(DESTDIR)$(DKMS_SRC_DIR)/scripts
 	install -m 644 dkms.conf Makefile Kbuild $(DESTDIR)$(DKMS_SRC_DIR)/
 	install -m 644 src/* $(DESTDIR)$(DKMS_SRC_DIR)/src/
-	install -m 755 scripts/preflight.sh scripts/nv-symvers.sh $(DESTDIR)$(DKMS_SRC_DIR)/scripts/
+	install -m 755 scripts/preflight.sh scripts/nv-symvers.sh scripts/rust-tree.sh $(DESTDIR)$(DKMS_SRC_DIR)/scripts/
 
 uninstall:
 	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko \
@@ -95,6 +109,10 @@ uninstall:
 
 check:
 	tests/run.sh all
+
+# Only the stock world (part of make check): the packages on Debian 13's own 7.x kernel.
+stocktest:
+	tests/run.sh stock
 
 vmtest:
 	tests/run.sh vm

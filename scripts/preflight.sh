@@ -23,7 +23,7 @@ if [ "$(cfg CONFIG_RUST)" != y ]; then
 	problem "kernel $release was built without Rust (CONFIG_RUST is not set); nv_peer_mem needs $KNOWN_GOOD."
 else
 	for f in rust/libkernel.rmeta rust/libmacros.so include/generated/rustc_cfg; do
-		[ -e "$KDIR/$f" ] || problem "$KDIR lacks the Rust build artifact $f (distribution header packages often omit rust/; see Documentation/kernels.md for how to get a complete tree)."
+		[ -e "$KDIR/$f" ] || problem "$KDIR lacks the Rust build artifact $f (distribution header packages often omit rust/): 'make' completes the tree by itself from the kernel's source package (scripts/rust-tree.sh $KDIR; Documentation/kernels.md)."
 	done
 	if [ "$(uname -m)" = x86_64 ] && [ ! -e "$KDIR/scripts/target.json" ]; then
 		problem "$KDIR lacks scripts/target.json, generated only by a Rust-enabled build of the tree."
