@@ -7,7 +7,7 @@
 # The VM scenarios run once per emulated world of the matrix (NVIDIA driver generation x
 # MLNX_OFED core, tests/README.md); NVPM_MATRIX_<line> (e.g. NVPM_MATRIX_7="r580:24.x")
 # overrides a kernel line's list.
-# usage: tests/run.sh all|vm|host [SCENARIO...] | tests/run.sh bench
+# usage: tests/run.sh all|vm|host [SCENARIO...] | tests/run.sh bench|stock
 # Prints one result line per kernel and ends with "N passed, N failed"; exits non-zero if
 # anything failed.
 set -uo pipefail
@@ -73,7 +73,9 @@ if [ "$mode" = bench ]; then
 		"$top/Documentation/perf" "$top/Documentation/performance.md"
 fi
 
-for KLINE in ${NVPM_KLINES:-7 6.12}; do
+klines=${NVPM_KLINES:-7 6.12}
+[ "$mode" != stock ] || klines=
+for KLINE in $klines; do
 	export KLINE
 	. "$here/build-world.sh"
 	krel=$(cat "$kbuild/include/config/kernel.release")
@@ -196,7 +198,7 @@ for KLINE in ${NVPM_KLINES:-7 6.12}; do
 done
 
 # Host checks, once (against the last kernel built).
-if [ "$mode" != vm ] && [ $build_ok = 1 ]; then
+if [ "$mode" != vm ] && [ "$mode" != stock ] && [ "${build_ok:-0}" = 1 ]; then
 	if out=$("$HOST_RUSTFMT" --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$top"/src/*.rs 2>&1); then
 		result PASS rustfmt
 	else result FAIL rustfmt "$(echo "$out" | head -20)"; fi
@@ -261,13 +263,24 @@ if [ "$mode" != vm ] && [ $build_ok = 1 ]; then
 fi
 
 # nv_peer_mem doctor against the fake sysfs/proc trees of tests/doctor/cases (no kernel needed).
-if [ "$mode" != vm ]; then
+if [ "$mode" != vm ] && [ "$mode" != stock ]; then
 	collect "" "$here/doctor/run.sh"
 fi
 
 # The deb's life in a throwaway root: install, upgrade, remove, purge.
 if [ "$mode" = all ] && [ -n "$service_deb" ]; then
 	collect "" "$here/packaging/deb-lifecycle.sh" "$packages"
+fi
+
+# The stock world: the debs with apt on Debian 13 with Debian's own 7.x kernel, DKMS, systemd
+# (tests/stock/). NVPM_STOCK=0 leaves it out.
+if [ "$mode" = all ] || [ "$mode" = stock ]; then
+	if [ "${NVPM_STOCK:-1}" != 0 ]; then
+		[ "$mode" = all ] || collect "" "$here/packaging/build-packages.sh" "$packages"
+		before_p=$passed before_f=$failed
+		collect "" "$here/stock/stock-world.sh" "$packages"
+		kernel_lines+=("stock Debian 13 kernel: $((passed - before_p)) passed, $((failed - before_f)) failed")
+	fi
 fi
 
 printf '%s\n' "${kernel_lines[@]}"

@@ -5,6 +5,9 @@
 # usage: run-vm.sh KBUILD INITRAMFS WORKDIR SCENARIO...
 # NVPM_VM_APPEND adds kernel command line words (nvpm.rc=1: boot-time service start;
 # nvpm.nvidia=r470|r515|r535|r580 and nvpm.ibcore=4.9|24.x: the emulated driver and core).
+# NVPM_VM_DISK boots a whole system instead (the stock world, tests/stock/): that raw disk
+# image is /dev/vda and the root file system, KBUILD is then the kernel image to boot and
+# INITRAMFS the system's own initrd.
 # Prints "PASS name" / "FAIL name (reason)" lines; exit status 0 when all passed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -70,14 +73,23 @@ for s in "${scenarios[@]}"; do
 done
 timeout_s=${NVPM_VM_TIMEOUT:-$budget}
 list=$(IFS=,; echo "${scenarios[*]}")
+if [ -n "${NVPM_VM_DISK:-}" ]; then
+	kernel=$kbuild
+	system=(-drive "file=$NVPM_VM_DISK,format=raw,if=virtio")
+	root_args="root=/dev/vda rw systemd.show_status=0"
+else
+	kernel=$kbuild/arch/x86/boot/bzImage
+	system=()
+	root_args=
+fi
 start=$SECONDS
 timeout --foreground "$timeout_s" qemu-system-x86_64 \
 	-accel tcg -machine q35,kernel-irqchip=split -cpu max -m 1G -smp 2 \
 	-device intel-iommu,intremap=on \
 	-nographic -no-reboot -serial stdio -monitor none -nic none \
-	-kernel "$kbuild/arch/x86/boot/bzImage" -initrd "$initrd" \
-	-append "console=ttyS0 panic=-1 loglevel=1 log_buf_len=16M intel_iommu=on iommu.strict=1 kasan.fault=report nvpm.scenarios=$list${NVPM_VM_APPEND:+ $NVPM_VM_APPEND}" \
-	"${topology[@]}" \
+	-kernel "$kernel" -initrd "$initrd" \
+	-append "console=ttyS0 panic=-1 loglevel=1 log_buf_len=16M intel_iommu=on iommu.strict=1 kasan.fault=report ${root_args:+$root_args }nvpm.scenarios=$list${NVPM_VM_APPEND:+ $NVPM_VM_APPEND}" \
+	"${topology[@]}" "${system[@]}" \
 	</dev/null >"$log" 2>&1
 qrc=$?
 echo "vm: ${#scenarios[@]} scenarios in $((SECONDS - start)) s (qemu exit $qrc), log $log" >&2

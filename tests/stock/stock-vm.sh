@@ -1,0 +1,23 @@
+#!/bin/sh
+# The stock world's test driver, run by nvpm-stock.service once the system has booted: the
+# scenarios named on the kernel command line (nvpm.scenarios=a,b,c), each framed and followed
+# by its kernel log as tests/vm/init does, so that tests/vm/parse-log.py judges them as it
+# judges every other world; then the machine powers off (the host boots it again for the
+# scenarios that need a reboot).
+T=/usr/lib/nvpm-stock
+# A start by hand must not look like the boot's (nv_peer_mem-service's ONBOOT check).
+systemctl is-system-running --wait >/dev/null 2>&1
+echo "VM-READY kernel $(uname -r) init $(cat /proc/1/comm) system $(systemctl is-system-running)"
+for s in $(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.scenarios=//p' | tr ',' ' '); do
+	echo "=== BEGIN $s"
+	# The scenarios run in busybox's sh, as in the other worlds.
+	busybox sh -c ". $T/lib.sh; . $T/scenarios/$s.sh" 2>&1
+	rc=$?
+	# The registration scenarios leave the modules unloaded; the stock-* ones keep what the
+	# system's services did.
+	case $s in stock-*) ;; *) sh $T/cleanup.sh >/dev/null 2>&1 ;; esac
+	dmesg -c | sed 's/^/KLOG: /'
+	echo "=== END $s rc=$rc"
+done
+echo "VM-DONE"
+systemctl poweroff
