@@ -77,7 +77,7 @@ chmod 755 "$root/tmp/other-rustc"
 mount -t tmpfs -o ro,size=1m tmpfs "$root/mnt/ro"
 mount -t tmpfs -o size=100m tmpfs "$root/mnt/small"
 refuses() { # refuses NAME EXPECTED-TEXT [VAR=value...] [-- KDIR]
-	local name=$1 want=$2 tree=$hdr out rc
+	local name=$1 want=$2 tree=$hdr out rc cache e left
 	shift 2
 	local env=()
 	while [ $# -gt 0 ]; do
@@ -86,8 +86,10 @@ refuses() { # refuses NAME EXPECTED-TEXT [VAR=value...] [-- KDIR]
 	out=$(in_root env "${env[@]}" /tmp/rust-tree.sh "$tree" 2>&1)
 	rc=$?
 	echo "$name: $out" >>"$log"
-	left=$(find "$root/var/cache/nv_peer_mem" "$root/mnt/small" -mindepth 0 2>/dev/null |
-		grep -vx "$root/mnt/small" | sed "s|^$root||" | paste -sd ' ')
+	# The cache it was given, or the default one, must not exist afterwards.
+	cache=/var/cache/nv_peer_mem
+	for e in "${env[@]}"; do case $e in NV_PEER_MEM_RUST_CACHE=*) cache=${e#*=} ;; esac; done
+	left=$(find "$root$cache" 2>/dev/null | sed "s|^$root||" | paste -sd ' ')
 	if [ $rc = 1 ] && grep -qF -- "$want" <<<"$out" && [ -z "$left" ] &&
 		[ "$(grep -c '^nv_peer_mem: ' <<<"$out")" = "$(wc -l <<<"$out")" ]; then
 		result PASS "rust-tree-refuses-$name"
@@ -187,6 +189,15 @@ boots=$!
 # with its BUILD_EXCLUSIVE message, apt succeeds, and the doctor says why on that kernel.
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
+# The symbol check itself: headers whose Module.symvers lists one Rust symbol the kernel's crates
+# do not define, as headers of another build would. The rebuild must refuse to keep anything.
+cp -a "$root$hdr" "$root/tmp/headers-other-build"
+printf '0x00000000\t_RNvCs0000000000_6kernel16nvpm_not_a_symbol\tvmlinux\tEXPORT_SYMBOL_GPL\t\n' \
+	>>"$root/tmp/headers-other-build/Module.symvers"
+refuses other-build "the rebuilt Rust crates lack 1 of the " NV_PEER_MEM_RUST_CACHE=/mnt/other-build \
+	-- /tmp/headers-other-build
+# The kernels below are never booted: no initramfs for them.
+sed -i 's/^update_initramfs=.*/update_initramfs=no/' "$root/etc/initramfs-tools/update-initramfs.conf"
 candidate() { in_root apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ { print $2 }'; }
 newest_image() { # newest_image ERE-of-release: the newest linux-image-<release> matching it
 	in_root apt-cache search --names-only "^linux-image-$1\$" | sed -n 's/^linux-image-\([^ ]*\) .*/\1/p' |
