@@ -230,6 +230,32 @@ if [ "$mode" != vm ] && [ "$mode" != stock ] && [ "${build_ok:-0}" = 1 ]; then
 		result PASS preflight:complete-tree
 	else result FAIL preflight:complete-tree "$out"; fi
 
+	# nv-symvers.sh finds the NVIDIA module as the system does, whatever its name, place and
+	# compression: NVIDIA's nvidia.ko in kernel/drivers/video, Debian's nvidia-current.ko.xz in
+	# updates/dkms (no module named nvidia: Debian reaches it through an install line), the
+	# same with no modules.dep; and says so when there is none.
+	nv_symvers_case() { # nv_symvers_case NAME PATH-IN-TREE|"" COMPRESS DEPMOD
+		local name=$1 path=$2 compress=$3 depmod=$4 tree=$work/nv-symvers-tree out
+		rm -rf "$tree"
+		mkdir -p "$tree/lib/modules/$krel"
+		if [ -n "$path" ]; then
+			mkdir -p "$(dirname "$tree/lib/modules/$krel/$path")"
+			cp "$build_dir/nvidia/nvidia.ko" "$tree/lib/modules/$krel/$path"
+			[ "$compress" = no ] || xz "$tree/lib/modules/$krel/$path"
+		fi
+		[ "$depmod" = no ] || depmod -b "$tree" "$krel" 2>/dev/null
+		out=$(NV_MODULES_ROOT=$tree "$top/scripts/nv-symvers.sh" "$krel" 2>&1)
+		if [ -n "$path" ] && grep -q "^0x[0-9a-f]*	nvidia_p2p_get_pages	$tree/lib/modules/$krel/${path%.ko}	" <<<"$out"; then
+			result PASS "nv-symvers:$name"
+		elif [ -z "$path" ] && grep -q "^nv-symvers: no NVIDIA module exporting nvidia_p2p_get_pages for $krel" <<<"$out"; then
+			result PASS "nv-symvers:$name"
+		else result FAIL "nv-symvers:$name" "$out"; fi
+	}
+	nv_symvers_case nvidia-run kernel/drivers/video/nvidia.ko no yes
+	nv_symvers_case debian-nvidia-current updates/dkms/nvidia-current.ko xz yes
+	nv_symvers_case no-modules-dep updates/dkms/nvidia-current.ko xz no
+	nv_symvers_case none "" no yes
+
 	# make install / uninstall by hand, into a DESTDIR: what lands where, and all of it goes.
 	dest=$work/make-install
 	rm -rf "$dest"
