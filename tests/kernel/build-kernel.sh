@@ -5,24 +5,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/env.sh"
 
-apt_dir=$NVPM_CACHE/apt
-mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$NVPM_CACHE/kernel"
-
-apt_opts=(-oDir::Etc::SourceList="$apt_dir/sources.list" -oDir::Etc::SourceParts=/dev/null
-	-oDir::State::Lists="$apt_dir/lists" -oDir::Cache="$apt_dir/cache"
-	-oAPT::Architecture=amd64 -oDebug::NoLocking=1 -q)
-
-# Refresh the private package lists (at most once an hour); fall back to cached lists offline.
-refresh_lists() {
-	local stamp=$apt_dir/lists/.stamp mirror
-	if [ -f "$stamp" ] && [ -z "$(find "$stamp" -mmin +60)" ]; then return 0; fi
-	mirror=$(debian_mirror) || true
-	[ -n "$mirror" ] || { say "no Debian mirror in the apt configuration; set NVPM_DEBIAN_MIRROR"; return 1; }
-	local kr=/usr/share/keyrings/debian-archive-keyring.gpg
-	printf 'deb [signed-by=%s] %s %s main\n' "$kr" "$mirror" trixie-backports "$kr" "$mirror" trixie \
-		>"$apt_dir/sources.list"
-	apt-get "${apt_opts[@]}" update >"$apt_dir/update.log" 2>&1 && touch "$stamp"
-}
+mkdir -p "$NVPM_CACHE/kernel"
 
 # Newest source package of the wanted line: "name version".
 pick_package() {

@@ -31,5 +31,25 @@ debian_mirror() {
 	} | grep -E '/debian/?$' | head -n1 || true # absent files are no error: the answer is empty
 }
 
+# Private package lists of Debian 13 and its backports (the kernel sources, the stock world's
+# kernels), kept in the cache and used with apt-get/apt-cache "${apt_opts[@]}": the host's apt
+# setup is left alone.
+apt_dir=$NVPM_CACHE/apt
+apt_opts=(-oDir::Etc::SourceList="$apt_dir/sources.list" -oDir::Etc::SourceParts=/dev/null
+	-oDir::State::Lists="$apt_dir/lists" -oDir::Cache="$apt_dir/cache"
+	-oAPT::Architecture=amd64 -oDebug::NoLocking=1 -q)
+
+# Refresh the private package lists (at most once an hour); fall back to cached lists offline.
+refresh_lists() {
+	local stamp=$apt_dir/lists/.stamp mirror kr=/usr/share/keyrings/debian-archive-keyring.gpg
+	mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
+	if [ -f "$stamp" ] && [ -z "$(find "$stamp" -mmin +60)" ]; then return 0; fi
+	mirror=$(debian_mirror) || true
+	[ -n "$mirror" ] || { say "no Debian mirror in the apt configuration; set NVPM_DEBIAN_MIRROR"; return 1; }
+	printf 'deb [signed-by=%s] %s %s main\n' "$kr" "$mirror" trixie-backports "$kr" "$mirror" trixie \
+		>"$apt_dir/sources.list"
+	apt-get "${apt_opts[@]}" update >"$apt_dir/update.log" 2>&1 && touch "$stamp"
+}
+
 say() { printf '[%s] %s\n' "${0##*/}" "$*" >&2; }
 die() { say "error: $*"; exit 1; }

@@ -18,12 +18,8 @@ log=$cache/prepare.log
 mirror=$(debian_mirror)
 [ -n "$mirror" ] || die "no Debian mirror in the host's apt sources; set NVPM_DEBIAN_MIRROR"
 
-# The newest 7.x kernel of trixie-backports, from the private package lists build-kernel.sh keeps.
-apt_dir=$NVPM_CACHE/apt
-apt_opts=(-oDir::Etc::SourceList="$apt_dir/sources.list" -oDir::Etc::SourceParts=/dev/null
-	-oDir::State::Lists="$apt_dir/lists" -oDir::Cache="$apt_dir/cache" -oAPT::Architecture=amd64
-	-oDebug::NoLocking=1 -q)
-[ -f "$apt_dir/sources.list" ] || die "no package lists in $apt_dir (build-kernel.sh makes them)"
+# The newest 7.x kernel of trixie-backports, from the private package lists (env.sh).
+refresh_lists || [ -f "$apt_dir/sources.list" ] || die "no Debian package lists in $apt_dir"
 kver=${NVPM_STOCK_KVER:-$(apt-cache "${apt_opts[@]}" search --names-only '^linux-image-7\.[0-9.]+\+deb13-amd64$' |
 	sed -n 's/^linux-image-\([^ ]*\) .*/\1/p' | sort -V | tail -n 1)}
 [ -n "$kver" ] || die "no linux-image-7.*-amd64 in trixie-backports"
