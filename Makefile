@@ -40,13 +40,19 @@ SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
 
-.PHONY: all modules preflight clean install install-service install-dkms-source uninstall check stocktest vmtest racetest stress soak demo bench test-kernel
+.PHONY: all modules preflight prerequisites clean install install-service install-dkms-source uninstall check stocktest vmtest racetest stress soak demo bench test-kernel
 
 all: modules
 
 preflight:
 	@KDIR='$(KDIR)' RUSTC='$(RUSTC)' OFA_SYMVERS='$(OFA_SYMVERS)' NV_SYMVERS='$(NV_SYMVERS)' \
 		KVER='$(KVER)' scripts/preflight.sh
+
+# Whether everything nv_peer_mem needs for KDIR is there or can be made (dkms.conf asks, to skip
+# a kernel instead of failing its build): preflight's checks, writing nothing.
+prerequisites:
+	@KDIR='$(KDIR)' RUSTC='$(RUSTC)' OFA_SYMVERS='$(OFA_SYMVERS)' KVER='$(KVER)' PREREQUISITES=1 \
+		NV_SYMVERS='$(if $(filter file,$(origin NV_SYMVERS)),,$(NV_SYMVERS))' scripts/preflight.sh
 
 # A distribution's headers built with Rust but shipped without its build artifacts (Debian's):
 # build against a completed copy of the tree (scripts/rust-tree.sh rebuilds the artifacts from

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Complete a distribution's kernel header tree with the Rust build artifacts it lacks.
 #
-# usage: rust-tree.sh KDIR
+# usage: rust-tree.sh [--check] KDIR
 #
 # Out-of-tree Rust modules need the kernel tree's rust/*.rmeta, the proc macros rust/*.so and
 # scripts/target.json. Debian's linux-headers packages (7.x, CONFIG_RUST=y) ship none of them.
@@ -14,14 +14,17 @@
 # before it keeps anything. Prints the tree to build against on stdout: KDIR itself when it
 # is complete already, the cached completion otherwise (made now if missing or stale).
 # On a problem it prints one sentence per problem with the command that fixes it, keeps nothing
-# and exits 1.
+# and exits 1. --check only checks that the tree is complete or can be completed (nothing is
+# built or written; silent and exit 0 when it can).
 #
 # Environment: RUSTC (rustc), BINDGEN (bindgen), NV_PEER_MEM_RUST_CACHE, NV_PEER_MEM_KERNEL_SOURCE
 # (the kernel source: a tarball or a directory; default: Debian's /usr/src/linux-source-X.Y.tar.xz),
 # NV_PEER_MEM_RUST_TREE_MIN_GIB (free space it wants, default 3).
 set -uo pipefail
+check_only=0
+[ "${1:-}" != --check ] || { check_only=1; shift; }
 kdir=${1:-}
-[ -n "$kdir" ] && [ $# = 1 ] || { echo "usage: ${0##*/} KDIR" >&2; exit 2; }
+[ -n "$kdir" ] && [ $# = 1 ] || { echo "usage: ${0##*/} [--check] KDIR" >&2; exit 2; }
 kdir=$(cd "$kdir" 2>/dev/null && pwd -P) || { echo "nv_peer_mem: no kernel build tree at $1." >&2; exit 1; }
 RUSTC=${RUSTC:-rustc} BINDGEN=${BINDGEN:-bindgen}
 cache=${NV_PEER_MEM_RUST_CACHE:-/var/cache/nv_peer_mem/rust-trees}
@@ -30,7 +33,11 @@ problems=0
 problem() { echo "nv_peer_mem: $*" >&2; problems=$((problems + 1)); }
 refuse() { # stop with what was said so far, and this
 	[ $# = 0 ] || problem "$@"
-	echo "nv_peer_mem: the Rust build tree for $release was not completed; nothing was kept." >&2
+	if [ "$check_only" = 1 ]; then
+		echo "nv_peer_mem: the Rust build tree for $release cannot be completed yet." >&2
+	else
+		echo "nv_peer_mem: the Rust build tree for $release was not completed; nothing was kept." >&2
+	fi
 	exit 1
 }
 say() { echo "nv_peer_mem: $*" >&2; }
@@ -43,7 +50,7 @@ cfg() { sed -n "s/^$1=//p" "$kdir/.config" | tr -d '"'; }
 
 complete() { [ -e "$1/rust/libkernel.rmeta" ] && [ -e "$1/rust/libmacros.so" ] && [ -e "$1/scripts/target.json" ]; }
 if complete "$kdir"; then
-	echo "$kdir"
+	[ "$check_only" = 1 ] || echo "$kdir"
 	exit 0
 fi
 
@@ -58,7 +65,7 @@ stamp_of() {
 dest=$cache/$release
 want_stamp=$(stamp_of)
 if complete "$dest" && [ "$(cat "$dest/.nv_peer_mem-stamp" 2>/dev/null)" = "$want_stamp" ]; then
-	echo "$dest"
+	[ "$check_only" = 1 ] || echo "$dest"
 	exit 0
 fi
 
@@ -70,14 +77,23 @@ headers_pkg=$(dpkg-query -S "$kdir" 2>/dev/null | head -n1 | cut -d: -f1)
 headers_ver=${headers_pkg:+$(dpkg-query -W -f='${source:Version}' "$headers_pkg" 2>/dev/null)}
 src_pkg=linux-source-$major_minor
 source=${NV_PEER_MEM_KERNEL_SOURCE:-$(ls /usr/src/"$src_pkg".tar.* 2>/dev/null | head -n1)}
-# apt's command for a package at a version, where apt knows it
+# apt's command for packages (name or name=version)
 apt_fix() { echo "apt-get install $*"; }
+# source_fix: how to get the source of the headers' version, or why it cannot be had
+source_fix() {
+	if [ -n "$headers_ver" ] && apt-cache madison "$src_pkg" 2>/dev/null | grep -q '|' &&
+		! apt-cache madison "$src_pkg" 2>/dev/null | awk -F'|' '{ gsub(/ /, "", $2); print $2 }' | grep -qxF "$headers_ver"; then
+		echo "$src_pkg $headers_ver is no longer in the archive: boot a kernel whose source package is (apt-cache policy $src_pkg)"
+	else
+		apt_fix "$src_pkg${headers_ver:+=$headers_ver}"
+	fi
+}
 if [ -z "$source" ] || [ ! -e "$source" ]; then
-	problem "no kernel source for $release: install the source package of the same version ($(apt_fix "$src_pkg${headers_ver:+=$headers_ver}")), or set NV_PEER_MEM_KERNEL_SOURCE=<tarball or directory of Linux $version>."
+	problem "no kernel source for $release: install the source package of the same version ($(source_fix)), or set NV_PEER_MEM_KERNEL_SOURCE=<tarball or directory of Linux $version>."
 elif [ -z "${NV_PEER_MEM_KERNEL_SOURCE:-}" ] && [ -n "$headers_ver" ]; then
 	src_ver=$(dpkg-query -W -f='${Version}' "$src_pkg" 2>/dev/null)
 	[ "$src_ver" = "$headers_ver" ] ||
-		problem "the kernel source is $src_pkg ${src_ver:-of unknown version} but the headers of $release are $headers_ver: install the same version ($(apt_fix "$src_pkg=$headers_ver"))."
+		problem "the kernel source is $src_pkg ${src_ver:-of unknown version} but the headers of $release are $headers_ver: install the same version ($(source_fix))."
 fi
 
 want_rustc=$(cfg CONFIG_RUSTC_VERSION_TEXT)
@@ -121,6 +137,7 @@ else
 		problem "$cache has $((${free_kib:-0} / 1024)) MiB free; the rebuild needs $min_gib GiB for a while: free space there, or set NV_PEER_MEM_RUST_CACHE=<a directory with room>."
 fi
 [ "$problems" = 0 ] || refuse
+[ "$check_only" = 0 ] || exit 0
 
 # --- the rebuild ------------------------------------------------------------------------------
 # On the way out: the work directory goes, and so do the cache directories made here when
@@ -147,7 +164,7 @@ fi
 src=$work/src
 src_version=$(make -s -C "$src" kernelversion 2>/dev/null)
 [ "$src_version" = "$version" ] ||
-	refuse "$source is Linux ${src_version:-of unknown version}, the headers are $release (Linux $version): install the source of the same version ($(apt_fix "$src_pkg${headers_ver:+=$headers_ver}"))."
+	refuse "$source is Linux ${src_version:-of unknown version}, the headers are $release (Linux $version): install the source of the same version ($(source_fix))."
 
 # LIBCLANG_PATH: bindgen before 0.72 misreads libclang 22 and later (kernel structs come out
 # opaque); use the newest libclang before 22 when the system has several.

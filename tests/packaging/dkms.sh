@@ -55,6 +55,18 @@ if [ ! -f "$ko" ] && run autoinstall -k "$krel" --kernelsourcedir "$kbuild" --no
 	result PASS autoinstall
 else result FAIL autoinstall "see $log"; fi
 
+# A kernel for which the NVIDIA driver is missing: skipped with nv_peer_mem's reason (dkms.conf
+# asks make prerequisites), not failed, so that no apt run fails for it.
+run uninstall "${mod[@]}" -k "$krel" --no-depmod
+rm -rf "$work/tree/nv_peer_mem/$version/$krel"
+NV_SYMVERS=$work/no-nvidia.symvers run build "${mod[@]}" -k "$krel" --kernelsourcedir "$kbuild"
+rc=$?
+if [ $rc = 77 ] && grep -q "^nv_peer_mem: no nvidia.ko with the P2P API .* for kernel $krel" "$log" &&
+	grep -q "^nv_peer_mem: 1 problem(s) above: skipped for kernel $krel, not failed; once they are fixed: dkms autoinstall -k $krel" "$log" &&
+	[ ! -e "$work/no-nvidia.symvers" ]; then
+	result PASS skips-kernel-without-nvidia
+else result FAIL skips-kernel-without-nvidia "dkms exit $rc: $(grep '^nv_peer_mem:' "$log" | tail -3 | paste -sd ' ')"; fi
+
 # A kernel built without Rust: skipped by BUILD_EXCLUSIVE_CONFIG (dkms exit 77), not a failure.
 norust=$work/kernel-without-rust
 mkdir -p "$norust/include/config"

@@ -185,8 +185,9 @@ boots=$!
 
 # --- meanwhile, in the installed root: kernels installed after the packages ----------------
 # Another Debian 7.x kernel whose source package is in the archive: DKMS builds nv_peer_mem for
-# it when the kernel is installed. Then trixie's default 6.12, which has no Rust: DKMS skips it
-# with its BUILD_EXCLUSIVE message, apt succeeds, and the doctor says why on that kernel.
+# it when the kernel is installed. One whose source is not: DKMS skips it with nv_peer_mem's
+# reason, apt succeeds. Then trixie's default 6.12, which has no Rust: DKMS skips it with its
+# BUILD_EXCLUSIVE message, apt succeeds, and the doctor says why on that kernel.
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
 # The symbol check itself: headers whose Module.symvers lists one Rust symbol the kernel's crates
@@ -203,11 +204,12 @@ newest_image() { # newest_image ERE-of-release: the newest linux-image-<release>
 	in_root apt-cache search --names-only "^linux-image-$1\$" | sed -n 's/^linux-image-\([^ ]*\) .*/\1/p' |
 		grep -vx "$kver" | sort -V | tac
 }
-kernel_with_source=
+kernel_with_source='' kernel_without_source=''
 for k in $(newest_image '7\.[0-9.]+\+deb13-amd64'); do
 	if [ "$(candidate "linux-source-$(cut -d. -f1,2 <<<"$k")")" = "$(candidate "linux-image-$k")" ]; then
-		kernel_with_source=$k
-		break
+		[ -n "$kernel_with_source" ] || kernel_with_source=$k
+	else
+		[ -n "$kernel_without_source" ] || kernel_without_source=$k
 	fi
 done
 later_kernel() { # later_kernel NAME RELEASE [apt-get option...] PACKAGE...
@@ -234,6 +236,20 @@ if [ -n "$kernel_with_source" ]; then
 	else result FAIL later-rust-kernel-dkms "no nv_peer_mem.ko built for $k (vermagic '${vm:-}'); see $work/later-rust-kernel.log"; fi
 else
 	result FAIL later-rust-kernel "no other Debian 7.x kernel with its source package in the archive"
+fi
+# A 7.x kernel whose source of the same version is not to be had (the archive keeps only the
+# newest linux-source-X.Y): nv_peer_mem cannot be built for it, which must not fail apt.
+if [ -n "$kernel_without_source" ]; then
+	k=$kernel_without_source
+	later_kernel nosource-kernel "$k" -t trixie-backports "linux-image-$k" "linux-headers-$k"
+	if grep -q "^nv_peer_mem: the kernel source is linux-source-.* but the headers of $k are " "$work/nosource-kernel.log" &&
+		grep -q "^nv_peer_mem: 1 problem(s) above: skipped for kernel $k, not failed; once they are fixed: dkms autoinstall -k $k" "$work/nosource-kernel.log" &&
+		grep -q "Autoinstall on $k was skipped for module(s) nv_peer_mem" "$work/nosource-kernel.log" &&
+		[ -z "$(ls "$root/lib/modules/$k/updates/dkms/"nv_peer_mem.ko* 2>/dev/null)" ]; then
+		result PASS nosource-kernel-skipped
+	else result FAIL nosource-kernel-skipped "no skip with nv_peer_mem's reason for $k; see $work/nosource-kernel.log"; fi
+else
+	result FAIL nosource-kernel "no Debian 7.x kernel without its source package in the archive"
 fi
 k612=$(newest_image '6\.12\.[0-9]+\+deb13-amd64' | head -n1)
 later_kernel norust-kernel "$k612" "linux-image-$k612" "linux-headers-$k612"
