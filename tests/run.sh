@@ -52,9 +52,22 @@ collect() {
 
 . "$here/kernel/env.sh"
 packages=$NVPM_CACHE/packages
-if [ "$mode" = all ]; then
+if [ "$mode" = all ] || [ "$mode" = stock ]; then
 	collect "" "$here/packaging/build-packages.sh" "$packages"
-	collect "" "$here/packaging/systemd-verify.sh"
+fi
+[ "$mode" != all ] || collect "" "$here/packaging/systemd-verify.sh"
+
+# The stock world (tests/stock/): the debs with apt on Debian 13 with Debian's own 7.x kernel,
+# DKMS, systemd. It runs beside the kernel lines (much of it waits on the archive and the disk)
+# and its results are printed at the end. NVPM_STOCK=0 leaves it out. The host tools and the
+# package lists it shares with the kernel lines are made ready first.
+stock_pid=
+if { [ "$mode" = all ] || [ "$mode" = stock ]; } && [ "${NVPM_STOCK:-1}" != 0 ]; then
+	"$here/kernel/setup-host.sh" || die "host setup failed"
+	refresh_lists || say "cannot refresh the Debian package lists; the cached ones are used"
+	stock_out=$NVPM_CACHE/stock.out
+	"$here/stock/stock-world.sh" "$packages" >"$stock_out" 2>&1 &
+	stock_pid=$!
 fi
 dkms_deb=$(ls "$packages"/deb/nvidia-peer-memory-dkms_*_all.deb 2>/dev/null | tail -n 1)
 service_deb=$(ls "$packages"/deb/nvidia-peer-memory_*_all.deb 2>/dev/null | tail -n 1)
@@ -101,16 +114,22 @@ for KLINE in $klines; do
 		jobs_dir=$work/vm-jobs
 		rm -rf "$jobs_dir"
 		mkdir -p "$jobs_dir"
-		njobs=0 job_logs=()
+		njobs=0 job_logs=() vm_pids=()
+		running_vms() { # how many of this line's VM jobs still run (the stock world is not one)
+			local p n=0
+			for p in "${vm_pids[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done
+			echo $n
+		}
 		vm_job() { # vm_job PREFIX VM-DIR TOPOLOGY APPEND SCENARIO...
 			local prefix=$1 dir=$2 topo=$3 append=$4
 			shift 4
-			while [ "$(jobs -rp | wc -l)" -ge "${NVPM_VM_JOBS:-$(nproc)}" ]; do wait -n; done
+			while [ "$(running_vms)" -ge "${NVPM_VM_JOBS:-$(nproc)}" ]; do sleep 2; done
 			njobs=$((njobs + 1))
 			job_logs+=("$dir/console.log")
 			echo "$prefix" >"$jobs_dir/$njobs.prefix"
 			NVPM_VM_TOPOLOGY=$topo NVPM_VM_APPEND=$append \
 				"$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$dir" "$@" >"$jobs_dir/$njobs.out" 2>&1 &
+			vm_pids+=($!)
 		}
 		# runs_here SCENARIO WORLD: where the costly scenarios run (time budget:
 		# tests/README.md); named on the command line, every scenario runs in every world.
@@ -153,7 +172,7 @@ for KLINE in $klines; do
 			done
 		done
 		first_line_done=1
-		wait
+		wait "${vm_pids[@]}"
 		for ((j = 1; j <= njobs; j++)); do
 			collect "$(cat "$jobs_dir/$j.prefix")" cat "$jobs_dir/$j.out"
 		done
@@ -298,15 +317,15 @@ if [ "$mode" = all ] && [ -n "$service_deb" ]; then
 	collect "" "$here/packaging/deb-lifecycle.sh" "$packages"
 fi
 
-# The stock world: the debs with apt on Debian 13 with Debian's own 7.x kernel, DKMS, systemd
-# (tests/stock/). NVPM_STOCK=0 leaves it out.
-if [ "$mode" = all ] || [ "$mode" = stock ]; then
-	if [ "${NVPM_STOCK:-1}" != 0 ]; then
-		[ "$mode" = all ] || collect "" "$here/packaging/build-packages.sh" "$packages"
-		before_p=$passed before_f=$failed
-		collect "" "$here/stock/stock-world.sh" "$packages"
-		kernel_lines+=("stock Debian 13 kernel: $((passed - before_p)) passed, $((failed - before_f)) failed")
-	fi
+# The stock world's results, once it is done; its exit status counts too.
+if [ -n "$stock_pid" ]; then
+	wait "$stock_pid"
+	stock_rc=$?
+	before_p=$passed before_f=$failed
+	collect "" cat "$stock_out"
+	[ "$stock_rc" = 0 ] || [ "$failed" != "$before_f" ] ||
+		result FAIL stock "stock-world.sh exited $stock_rc; see $stock_out"
+	kernel_lines+=("stock Debian 13 kernel: $((passed - before_p)) passed, $((failed - before_f)) failed")
 fi
 
 printf '%s\n' "${kernel_lines[@]}"
