@@ -185,8 +185,8 @@ boots=$!
 
 # --- meanwhile, in the installed root: kernels installed after the packages ----------------
 # Another Debian 7.x kernel whose source package is in the archive: DKMS builds nv_peer_mem for
-# it when the kernel is installed. One whose source is not: DKMS skips it with nv_peer_mem's
-# reason, apt succeeds. Then trixie's default 6.12, which has no Rust: DKMS skips it with its
+# it when the kernel is installed. An older one of the same X.Y, whose source version is not the
+# installed one: DKMS skips it with nv_peer_mem's reason, apt succeeds. Then trixie's default 6.12, which has no Rust: DKMS skips it with its
 # BUILD_EXCLUSIVE message, apt succeeds, and the doctor says why on that kernel.
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
@@ -208,7 +208,7 @@ kernel_with_source='' kernel_without_source=''
 for k in $(newest_image '7\.[0-9.]+\+deb13-amd64'); do
 	if [ "$(candidate "linux-source-$(cut -d. -f1,2 <<<"$k")")" = "$(candidate "linux-image-$k")" ]; then
 		[ -n "$kernel_with_source" ] || kernel_with_source=$k
-	else
+	elif [ "$(cut -d. -f1,2 <<<"$k")" = "$(cut -d. -f1,2 <<<"${kernel_with_source:-none}")" ]; then
 		[ -n "$kernel_without_source" ] || kernel_without_source=$k
 	fi
 done
@@ -237,8 +237,8 @@ if [ -n "$kernel_with_source" ]; then
 else
 	result FAIL later-rust-kernel "no other Debian 7.x kernel with its source package in the archive"
 fi
-# A 7.x kernel whose source of the same version is not to be had (the archive keeps only the
-# newest linux-source-X.Y): nv_peer_mem cannot be built for it, which must not fail apt.
+# A 7.x kernel whose linux-source-X.Y is installed in another version (the one above: one
+# linux-source-X.Y at a time): nv_peer_mem cannot be built for it, which must not fail apt.
 if [ -n "$kernel_without_source" ]; then
 	k=$kernel_without_source
 	later_kernel nosource-kernel "$k" -t trixie-backports "linux-image-$k" "linux-headers-$k"
