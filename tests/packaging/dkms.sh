@@ -47,14 +47,6 @@ else result FAIL status "$status"; fi
 if [ "$(modinfo -F version "$ko" 2>/dev/null)" = "$version" ]; then result PASS module-version
 else result FAIL module-version "modinfo says '$(modinfo -F version "$ko" 2>&1)', dkms.conf $version"; fi
 
-# After a kernel upgrade dkms autoinstall builds every AUTOINSTALL module for the new kernel:
-# forget this kernel's build (as for a kernel never seen) and let autoinstall do it.
-run uninstall "${mod[@]}" -k "$krel" --no-depmod
-rm -rf "$work/tree/nv_peer_mem/$version/$krel"
-if [ ! -f "$ko" ] && run autoinstall -k "$krel" --kernelsourcedir "$kbuild" --no-depmod && [ -f "$ko" ]; then
-	result PASS autoinstall
-else result FAIL autoinstall "see $log"; fi
-
 # A kernel for which the NVIDIA driver is missing: skipped with nv_peer_mem's reason (dkms.conf
 # asks make prerequisites), not failed, so that no apt run fails for it.
 run uninstall "${mod[@]}" -k "$krel" --no-depmod
@@ -66,6 +58,14 @@ if [ $rc = 77 ] && grep -q "^nv_peer_mem: no nvidia.ko with the P2P API .* for k
 	[ ! -e "$work/no-nvidia.symvers" ]; then
 	result PASS skips-kernel-without-nvidia
 else result FAIL skips-kernel-without-nvidia "dkms exit $rc: $(grep '^nv_peer_mem:' "$log" | tail -3 | paste -sd ' ')"; fi
+
+# After a kernel upgrade dkms autoinstall builds every AUTOINSTALL module for the new kernel:
+# forget this kernel's build (as for a kernel never seen) and let autoinstall do it.
+run uninstall "${mod[@]}" -k "$krel" --no-depmod
+rm -rf "$work/tree/nv_peer_mem/$version/$krel"
+if [ ! -f "$ko" ] && run autoinstall -k "$krel" --kernelsourcedir "$kbuild" --no-depmod && [ -f "$ko" ]; then
+	result PASS autoinstall
+else result FAIL autoinstall "see $log"; fi
 
 # A kernel built without Rust: skipped by BUILD_EXCLUSIVE_CONFIG (dkms exit 77), not a failure.
 norust=$work/kernel-without-rust
