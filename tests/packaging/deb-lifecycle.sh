@@ -164,17 +164,26 @@ if grep -qx 'ONBOOT=no' "$conf" && ! ls "$conf".dpkg-* >/dev/null 2>&1; then
 	result PASS conffile-kept
 else result FAIL conffile-kept "local ONBOOT=no lost: $(grep ONBOOT "$conf" 2>&1 | paste -sd ' ')"; fi
 
-# --- remove (the service package keeps its conffiles, the -dkms one has none), then purge --
+# --- remove, then purge ----------------------------------------------------------------------
+# Both stay in state "rc": the service package for its conffile, the -dkms one for its postrm,
+# which dpkg keeps so that a purge can still remove the Rust build-tree cache.
 if in_root dpkg -r nvidia-peer-memory nvidia-peer-memory-dkms >>"$log" 2>&1 &&
-	[ "$(pkg_state)" = "nvidia-peer-memory $new_rev rc" ] && [ -z "$(dkms_status)" ] &&
+	[ "$(pkg_state | paste -sd ';')" = "nvidia-peer-memory $new_rev rc;nvidia-peer-memory-dkms $new_rev rc" ] &&
+	[ -z "$(dkms_status)" ] &&
 	[ ! -e "$root/usr/src/nv_peer_mem-$upstream" ] && [ -f "$conf" ]; then
 	result PASS remove
 else
 	result FAIL remove "state: $(pkg_state | paste -sd ';'); dkms: '$(dkms_status | paste -sd ';')'"
 fi
-if in_root dpkg -P nvidia-peer-memory nvidia-peer-memory-dkms >>"$log" 2>&1 && [ -z "$(pkg_state)" ]; then
+# A completed tree as scripts/rust-tree.sh leaves it: the purge must take the cache away.
+mkdir -p "$root/var/cache/nv_peer_mem/rust-trees/0.0.0-test/rust"
+if in_root dpkg -P nvidia-peer-memory nvidia-peer-memory-dkms >>"$log" 2>&1 && [ -z "$(pkg_state)" ] &&
+	[ ! -e "$root/var/cache/nv_peer_mem" ]; then
 	result PASS purge
-else result FAIL purge "state after purge: $(pkg_state | paste -sd ';'); see $log"; fi
+else
+	left=$(ls -d "$root/var/cache/nv_peer_mem" 2>/dev/null || echo none)
+	result FAIL purge "state after purge: $(pkg_state | paste -sd ';'); cache left: $left; see $log"
+fi
 
 snapshot >"$work/after"
 if diff "$work/before" "$work/after" >"$work/diff"; then
