@@ -81,8 +81,10 @@ source=${NV_PEER_MEM_KERNEL_SOURCE:-$(ls /usr/src/"$src_pkg".tar.* 2>/dev/null |
 apt_fix() { echo "apt-get install $*"; }
 # source_fix: how to get the source of the headers' version, or why it cannot be had
 source_fix() {
-	if [ -n "$headers_ver" ] && apt-cache madison "$src_pkg" 2>/dev/null | grep -q '|' &&
-		! apt-cache madison "$src_pkg" 2>/dev/null | awk -F'|' '{ gsub(/ /, "", $2); print $2 }' | grep -qxF "$headers_ver"; then
+	local madison
+	madison=$(apt-cache madison "$src_pkg" 2>/dev/null)
+	if [ -n "$headers_ver" ] && grep -q '|' <<<"$madison" &&
+		! awk -F'|' '{ gsub(/ /, "", $2); print $2 }' <<<"$madison" | grep -qxF "$headers_ver"; then
 		echo "$src_pkg $headers_ver is no longer in the archive: boot a kernel whose source package is (apt-cache policy $src_pkg)"
 	else
 		apt_fix "$src_pkg${headers_ver:+=$headers_ver}"
