@@ -96,7 +96,7 @@ install-dkms-source:
 	install -d $(DESTDIR)$(DKMS_SRC_DIR)/src $(DESTDIR)$(DKMS_SRC_DIR)/scripts
 	install -m 644 dkms.conf Makefile Kbuild $(DESTDIR)$(DKMS_SRC_DIR)/
 	install -m 644 src/* $(DESTDIR)$(DKMS_SRC_DIR)/src/
-	install -m 755 scripts/preflight.sh scripts/nv-symvers.sh scripts/rust-tree.sh $(DESTDIR)$(DKMS_SRC_DIR)/scripts/
+	install -m 755 scripts/preflight.sh scripts/nv-symvers.sh scripts/rust-tree.sh scripts/dkms-follow.sh $(DESTDIR)$(DKMS_SRC_DIR)/scripts/
 
 uninstall:
 	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko \

@@ -115,6 +115,15 @@ else
 	result FAIL deb-no-start "no $deb"
 fi
 
+# The -dkms package follows the driver and MLNX_OFED: a trigger on /usr/src that runs
+# scripts/dkms-follow.sh from its postinst (what the trigger does: the stock world's orders).
+deb=$out/deb/nvidia-peer-memory-dkms_${deb_rev}_all.deb
+if [ -f "$deb" ] && dpkg-deb -e "$deb" "$work/ctrl-dkms" &&
+	grep -qx 'interest-noawait /usr/src' "$work/ctrl-dkms/triggers" &&
+	grep -q 'triggered' "$work/ctrl-dkms/postinst" && grep -q 'dkms-follow.sh' "$work/ctrl-dkms/postinst"; then
+	result PASS deb-trigger
+else result FAIL deb-trigger "no /usr/src trigger running dkms-follow.sh in $deb"; fi
+
 changes=$out/deb/nvidia-peer-memory_${deb_rev}_$(dpkg --print-architecture).changes
 if [ -f "$changes" ]; then
 	# Exit status 1 means tags at error level, 2 that lintian itself failed.
@@ -154,6 +163,9 @@ if [ -f "$rpm_out" ]; then
 		! grep -q "dkms install -m nv_peer_mem -v $version" <<<"$post" ||
 		! grep -q "dkms remove -m nv_peer_mem -v $version --all" <<<"$preun"; then
 		result FAIL rpm-scriptlets "%post lacks dkms add/install or %preun lacks dkms remove"
+	elif [ "$(rpm -qp --filetriggers "$rpm_out" 2>>"$log" | grep -c -- '-- /usr/src$')" != 2 ] ||
+		! grep -q 'dkms-follow.sh' <<<"$(rpm -qp --filetriggers "$rpm_out" 2>>"$log")"; then
+		result FAIL rpm-scriptlets "no file triggers on /usr/src running dkms-follow.sh"
 	else result PASS rpm-scriptlets; fi
 	lint=$(rpmlint -r "$top/packaging/rpm/nvidia_peer_memory.rpmlintrc" "$rpm_out" \
 		"$out/rpm/${srpm_built##*/}" 2>&1 || true)
