@@ -42,7 +42,10 @@ done < <(candidates | awk '!seen[$0]++')
 	echo "nv-symvers: no NVIDIA module exporting nvidia_p2p_get_pages for $kver (looked for nvidia, nvidia-current, nvidia-open and every nvidia*.ko below ${base%/}/lib/modules/$kver)" >&2
 	exit 1
 }
-nm "$tmp" | awk -v m="${ko%.ko*}" '
+# The module's own name (nvidia, also in nvidia-current.ko): modpost writes it into the
+# depends of nv_peer_mem.ko.
+name=$(modinfo -F name "$ko" 2>/dev/null) || true
+nm "$tmp" | awk -v m="${ko%/*}/${name:-$(basename "${ko%.ko*}")}" '
 	$3 ~ /^__ksymtab_nvidia_p2p_/ { s = substr($3, 11); crc[s] = crc[s] ""; names[s] = 1 }
 	$3 ~ /^__crc_nvidia_p2p_/ { crc[substr($3, 7)] = "0x" $1 }
 	END { for (s in names) printf "%s\t%s\t%s\tEXPORT_SYMBOL\t\n", (crc[s] != "" ? crc[s] : "0x00000000"), s, m }'

@@ -252,7 +252,8 @@ if [ "$mode" != vm ] && [ "$mode" != stock ] && [ "${build_ok:-0}" = 1 ]; then
 	# nv-symvers.sh finds the NVIDIA module as the system does, whatever its name, place and
 	# compression: NVIDIA's nvidia.ko in kernel/drivers/video, Debian's nvidia-current.ko.xz in
 	# updates/dkms (no module named nvidia: Debian reaches it through an install line), the
-	# same with no modules.dep; and says so when there is none.
+	# same with no modules.dep; and says so when there is none. The module column is the
+	# module's own name (nvidia, whatever the file), which modpost writes into nv_peer_mem's depends.
 	nv_symvers_case() { # nv_symvers_case NAME PATH-IN-TREE|"" COMPRESS DEPMOD
 		local name=$1 path=$2 compress=$3 depmod=$4 tree=$work/nv-symvers-tree out
 		rm -rf "$tree"
@@ -264,7 +265,7 @@ if [ "$mode" != vm ] && [ "$mode" != stock ] && [ "${build_ok:-0}" = 1 ]; then
 		fi
 		[ "$depmod" = no ] || depmod -b "$tree" "$krel" 2>/dev/null
 		out=$(NV_MODULES_ROOT=$tree "$top/scripts/nv-symvers.sh" "$krel" 2>&1)
-		if [ -n "$path" ] && grep -q "^0x[0-9a-f]*	nvidia_p2p_get_pages	$tree/lib/modules/$krel/${path%.ko}	" <<<"$out"; then
+		if [ -n "$path" ] && grep -q "^0x[0-9a-f]*	nvidia_p2p_get_pages	$tree/lib/modules/$krel/${path%/*}/nvidia	" <<<"$out"; then
 			result PASS "nv-symvers:$name"
 		elif [ -z "$path" ] && grep -q "^nv-symvers: no NVIDIA module exporting nvidia_p2p_get_pages for $krel" <<<"$out"; then
 			result PASS "nv-symvers:$name"
