@@ -2,10 +2,12 @@
 # The stock world: this project's packages on an unmodified Debian 13 machine with Debian's
 # own 7.x kernel, booted whole (its kernel, its initrd, systemd as PID 1) in QEMU.
 #   1. the prepared root (prepare-root.sh: Debian's archive only), copied;
-#   2. the doubles registered with DKMS under the names MLNX_OFED's and NVIDIA's packages use
-#      (tests/stock/dkms/), so that DKMS builds them against the stock headers, for every kernel;
-#   3. apt-get install of the two debs: DKMS builds nv_peer_mem for the stock kernel, completing
-#      its headers' Rust build tree by itself (scripts/rust-tree.sh);
+#   2. apt-get install of the two debs, then of the doubles packaged as Debian's NVIDIA driver
+#      and MLNX_OFED's kernel package are (doubles-debs.sh): nv_peer_mem is skipped, apt
+#      succeeds, and the package's trigger builds it once the last prerequisite is there,
+#      completing the headers' Rust build tree by itself (scripts/rust-tree.sh); the five other
+#      install orders run in copies of the root (install-order.sh);
+#   3. kernels installed later, then the driver purged, with apt in the installed root;
 #   4. three boots of the machine from one disk: ONBOOT=yes (the service, doctor, registration
 #      with DMA, invalidation, the free races), ONBOOT=no then apt purge, and the boot after it.
 # usage: stock-world.sh PACKAGES   (build-packages.sh's OUTDIR, holding deb/)
@@ -29,12 +31,13 @@ result() { # result PASS|FAIL check [detail]
 }
 fatal() { result FAIL "$1" "$2"; exit 1; }
 
-unmount_all() {
+unmount_under() { # unmount_under DIR: every mount at or below DIR
 	local m
-	for m in $(awk -v r="$root" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/mounts | sort -r); do
+	for m in $(awk -v r="$1" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/mounts | sort -r); do
 		umount -l "$m" 2>>"$log" || true
 	done
 }
+unmount_all() { unmount_under "$work"; }
 trap unmount_all EXIT
 unmount_all
 rm -rf --one-file-system "$work"
@@ -50,21 +53,7 @@ mount -t sysfs sysfs "$root/sys"
 in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
 	DEBIAN_FRONTEND=noninteractive "$@" </dev/null; }
 
-# --- the doubles, DKMS modules as MLNX_OFED's and NVIDIA's are, built against Debian's headers
 hdr=/usr/src/linux-headers-$kver
-doubles_ok=1
-for d in nvidia:nvidia ib_core:mlnx-ofed-kernel; do
-	src=${d%%:*} name=${d#*:}
-	ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$here/dkms/$name.conf")
-	mkdir -p "$root/usr/src/$name-$ver"
-	cp -r "$top/tests/fakes/$src/." "$root/usr/src/$name-$ver/"
-	cp "$here/dkms/$name.conf" "$root/usr/src/$name-$ver/dkms.conf"
-	in_root dkms install -m "$name" -v "$ver" -k "$kver" >>"$log" 2>&1 || doubles_ok=0
-done
-if [ $doubles_ok = 1 ] && [ -s "$root/usr/src/ofa_kernel/x86_64/$kver/Module.symvers" ] &&
-	in_root modinfo -k "$kver" -n nvidia ib_core >>"$log" 2>&1; then
-	result PASS doubles-dkms
-else fatal doubles-dkms "the doubles did not build or install with DKMS for $kver; see $log"; fi
 
 # --- bad input to scripts/rust-tree.sh: one sentence with the fix, and nothing kept ---------
 cp "$top/scripts/rust-tree.sh" "$root/tmp/rust-tree.sh"
@@ -108,19 +97,41 @@ refuses read-only-cache "cannot write the cache directory /mnt/ro/trees" NV_PEER
 refuses full-cache "/mnt/small/trees has " NV_PEER_MEM_RUST_CACHE=/mnt/small/trees
 umount "$root/mnt/ro" "$root/mnt/small"
 
-# --- the packages, with apt, as an administrator installs them -----------------------------
+# --- the packages, with apt, as an administrator installs them: this project's first, then
+# the NVIDIA driver (Debian's packaging of it), then MLNX_OFED. The doubles are packaged as those
+# are (doubles-debs.sh), so DKMS builds them against the stock headers for every kernel. The
+# other five orders run in copies of the prepared root below.
 debs=("$packages"/deb/nvidia-peer-memory-dkms_*_all.deb "$packages"/deb/nvidia-peer-memory_*_all.deb)
 [ -f "${debs[0]}" ] && [ -f "${debs[1]}" ] || fatal install "no packages in $packages/deb"
+"$here/doubles-debs.sh" "$work/doubles" >>"$log" 2>&1 || fatal doubles "building the doubles' packages failed; see $log"
 mkdir -p "$root/tmp/debs"
-cp "${debs[@]}" "$root/tmp/debs/"
+cp "${debs[@]}" "$work"/doubles/*.deb "$root/tmp/debs/"
 start=$SECONDS
-in_root apt-get install -y -q --no-install-recommends "/tmp/debs/${debs[0]##*/}" "/tmp/debs/${debs[1]##*/}" \
-	>"$work/apt-install.log" 2>&1
+"$here/install-order.sh" "$root" PNO /tmp/debs "$work/apt-install.log" >"$work/order-PNO.out"
 rc=$?
 took=$((SECONDS - start))
 cat "$work/apt-install.log" >>"$log"
-if [ $rc = 0 ]; then result PASS apt-install
-else result FAIL apt-install "apt-get exit $rc; see $work/apt-install.log"; fi
+[ $rc = 0 ] || failed=1
+# Installed first, with neither the driver nor MLNX_OFED: skipped with the reasons, apt fine.
+if grep -q "^nv_peer_mem: .*install the NVIDIA driver" "$work/apt-install.log" &&
+	grep -q "skipped for kernel $kver, not failed" "$work/apt-install.log"; then
+	result PASS apt-install-first-skips
+else result FAIL apt-install-first-skips "no skip with the reasons for $kver; see $work/apt-install.log"; fi
+# Debian's layout of the driver: nvidia-current.ko, module name nvidia, no module file named
+# nvidia (modprobe reaches it through the install line).
+nvko=$(ls "$root/lib/modules/$kver/updates/dkms/"nvidia-current.ko* 2>/dev/null | head -n1)
+if [ -n "$nvko" ] && [ "$(in_root modinfo -F name "${nvko#"$root"}" 2>&1)" = nvidia ] &&
+	! in_root modinfo -k "$kver" -n nvidia >/dev/null 2>&1 &&
+	grep -qx 'install nvidia modprobe -i nvidia-current $CMDLINE_OPTS' <<<"$(in_root modprobe -c)" &&
+	[ -s "$root/usr/src/ofa_kernel/x86_64/$kver/Module.symvers" ] &&
+	in_root modinfo -k "$kver" -n ib_core >>"$log" 2>&1; then
+	result PASS doubles-dkms
+else fatal doubles-dkms "the doubles' packages did not install their modules as Debian's and MLNX_OFED's do for $kver; see $log"; fi
+# MLNX_OFED came last: the package's trigger built nv_peer_mem.
+if grep -q "^nv_peer_mem: building for kernel $kver" "$work/apt-install.log"; then
+	result PASS trigger-builds
+else result FAIL trigger-builds "no build by dkms-follow.sh after the last prerequisite; see $work/apt-install.log"; fi
+cat "$work/order-PNO.out"
 version=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$top/dkms.conf")
 # completion RELEASE: what rust-tree.sh said in DKMS's make.log when it completed that tree
 completion() {
@@ -130,7 +141,7 @@ completion() {
 status=$(in_root dkms status -m nv_peer_mem -k "$kver" 2>&1)
 if grep -q "^nv_peer_mem/$version, $kver, x86_64: installed" <<<"$status"; then
 	result PASS dkms-installed
-	echo "  apt-get install with the DKMS build for $kver took $took s; $(completion "$kver")"
+	echo "  the three apt-get installs with the DKMS builds for $kver took $took s; $(completion "$kver")"
 else
 	result FAIL dkms-installed "dkms status: '$status'; $(tail -n 3 "$root/var/lib/dkms/nv_peer_mem/$version/build/make.log" 2>/dev/null | paste -sd ' ')"
 fi
@@ -190,6 +201,64 @@ boots=$!
 # BUILD_EXCLUSIVE message, apt succeeds, and the doctor says why on that kernel.
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
+# The five other install orders, each in a fresh copy of the prepared root (an overlay on it,
+# or a copy where overlays cannot be mounted). The Rust tree completed above is each one's
+# cache: completing it is shown once, and the orders are about what follows what.
+cp -a "$root/var/cache/nv_peer_mem" "$work/rust-cache"
+fresh_root() { # fresh_root DIR: DIR/root, a copy of the prepared root with the debs and the cache
+	local o=$1
+	mkdir -p "$o/upper" "$o/over" "$o/root"
+	mount -t overlay overlay -o "lowerdir=$base,upperdir=$o/upper,workdir=$o/over" "$o/root" 2>>"$log" ||
+		cp -a "$base/." "$o/root/"
+	mkdir -p "$o/root/tmp/debs" "$o/root/var/cache/nv_peer_mem"
+	cp "$root"/tmp/debs/*.deb "$o/root/tmp/debs/"
+	mount --bind "$work/rust-cache" "$o/root/var/cache/nv_peer_mem"
+	mount -t proc proc "$o/root/proc"
+	mount -t sysfs sysfs "$o/root/sys"
+}
+drop_root() { unmount_under "$1"; rm -rf --one-file-system "$1"; }
+for order in NOP NPO ONP OPN PON; do
+	fresh_root "$work/orders/$order"
+	"$here/install-order.sh" "$work/orders/$order/root" "$order" /tmp/debs "$work/orders/$order.log" || failed=1
+	drop_root "$work/orders/$order"
+done
+
+# A driver whose own build fails for the kernel (Debian's 550 on 7.3), installed with
+# MLNX_OFED before this package: apt fails for the driver, and goes on failing for it (dpkg
+# retries its configure on every run), but this package is configured, says why nv_peer_mem
+# waits, and the doctor blames the driver's build.
+o=$work/orders/broken-driver
+fresh_root "$o"
+r=$o/root
+b_log=$work/orders/broken-driver.log
+in_r() { chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@" </dev/null; }
+in_r apt-get install -y -q --no-install-recommends /tmp/debs/mlnx-ofed-kernel-dkms_double_all.deb \
+	/tmp/debs/nvidia-kernel-dkms_broken_all.deb >"$b_log" 2>&1
+rc1=$?
+echo "=== then this project's packages" >>"$b_log"
+in_r apt-get install -y -q --no-install-recommends "/tmp/debs/${debs[0]##*/}" "/tmp/debs/${debs[1]##*/}" >"$o/p.log" 2>&1
+rc2=$?
+cat "$o/p.log" >>"$b_log"
+mkdir -p "$r/tmp/doctor/proc/sys/kernel" "$r/tmp/doctor/var/lib" "$r/tmp/doctor/lib"
+echo "$kver" >"$r/tmp/doctor/proc/sys/kernel/osrelease"
+ln -s /lib/modules "$r/tmp/doctor/lib/modules"
+ln -s /var/lib/dkms "$r/tmp/doctor/var/lib/dkms"
+doctor=$(in_r python3 /usr/libexec/nv_peer_mem/nv_peer_mem-doctor --root /tmp/doctor --kernel-log /dev/null 2>&1)
+echo "$doctor" >>"$b_log"
+why="nv_peer_mem: the DKMS module nvidia-current is registered but not installed for $kver (its last build log: /var/lib/dkms/nvidia-current/550.163.01-fake/build/make.log)"
+audit=$(in_r dpkg --audit 2>&1)
+if [ $rc1 != 0 ] && grep -qF "$why" "$o/p.log" &&
+	[ "$(in_r dpkg-query -W -f='${db:Status-Abbrev} ' nvidia-peer-memory-dkms nvidia-peer-memory)" = "ii  ii  " ] &&
+	grep -q '^ nvidia-kernel-dkms ' <<<"$audit" && ! grep -q 'nvidia-peer-memory' <<<"$audit" &&
+	! ls "$r/lib/modules/$kver/updates/dkms/"nv_peer_mem.ko* >/dev/null 2>&1 &&
+	grep -q "^FAIL nvidia.dkms: the NVIDIA driver's own DKMS build (nvidia-current/550.163.01-fake) failed for kernel $kver (nvidia/nv-mmap.c:712:19: error: " <<<"$doctor"; then
+	result PASS broken-driver
+else result FAIL broken-driver "apt exits $rc1 then $rc2; dpkg --audit: $(paste -sd ' ' <<<"$audit" | cut -c1-200); see $b_log"; fi
+echo "  driver that does not build, then this package: apt $rc1 $rc2 (the driver's configure, retried);" \
+	"nvidia-peer-memory-dkms: $(in_r dpkg-query -W -f='${db:Status-Abbrev}' nvidia-peer-memory-dkms);" \
+	"$(grep -m1 -o 'nv_peer_mem: the DKMS module nvidia-current is registered but not installed' "$o/p.log" || echo 'no reason given')"
+drop_root "$o"
+rm -rf "$work/rust-cache"
 # The symbol check itself: headers whose Module.symvers lists one Rust symbol the kernel's crates
 # do not define, as headers of another build would. The rebuild must refuse to keep anything.
 cp -a "$root$hdr" "$root/tmp/headers-other-build"
@@ -268,6 +337,17 @@ out=$(in_root python3 /usr/libexec/nv_peer_mem/nv_peer_mem-doctor --root /tmp/do
 if grep -q "^FAIL kernel.rust: the running kernel $k612 was built without Rust" <<<"$out"; then
 	result PASS norust-kernel-doctor
 else result FAIL norust-kernel-doctor "$(grep -m2 'kernel.rust\|installed' <<<"$out" | paste -sd ' ')"; fi
+# The driver purged after all that: apt succeeds, and no nv_peer_mem.ko is left that could not
+# load; DKMS keeps the module (added) for the driver's return.
+in_root apt-get purge -y -q nvidia-kernel-dkms >"$work/purge-driver.log" 2>&1
+rc=$?
+cat "$work/purge-driver.log" >>"$log"
+left=$(cd "$root" && ls lib/modules/*/updates/dkms/nv_peer_mem.ko* 2>/dev/null | paste -sd ' ')
+status=$(in_root dkms status -m nv_peer_mem 2>&1)
+if [ $rc = 0 ] && [ -z "$left" ] && [ "$status" = "nv_peer_mem/$version: added" ] &&
+	[ -z "$(in_root dpkg --audit 2>&1)" ]; then
+	result PASS driver-purged
+else result FAIL driver-purged "apt-get purge exit $rc; left: '${left}'; dkms status: '$(paste -sd ';' <<<"$status")'; see $work/purge-driver.log"; fi
 unmount_all
 rm -rf --one-file-system "$root"
 
