@@ -247,13 +247,18 @@ doctor=$(in_r python3 /usr/libexec/nv_peer_mem/nv_peer_mem-doctor --root /tmp/do
 echo "$doctor" >>"$b_log"
 why="nv_peer_mem: the DKMS module nvidia-current is registered but not installed for $kver (its last build log: /var/lib/dkms/nvidia-current/550.163.01-fake/build/make.log)"
 audit=$(in_r dpkg --audit 2>&1)
-if [ $rc1 != 0 ] && grep -qF "$why" "$o/p.log" &&
-	[ "$(in_r dpkg-query -W -f='${db:Status-Abbrev} ' nvidia-peer-memory-dkms nvidia-peer-memory)" = "ii  ii  " ] &&
-	grep -q '^ nvidia-kernel-dkms ' <<<"$audit" && ! grep -q 'nvidia-peer-memory' <<<"$audit" &&
-	! ls "$r/lib/modules/$kver/updates/dkms/"nv_peer_mem.ko* >/dev/null 2>&1 &&
-	grep -q "^FAIL nvidia.dkms: the NVIDIA driver's own DKMS build (nvidia-current/550.163.01-fake) failed for kernel $kver (nvidia/nv-mmap.c:712:19: error: " <<<"$doctor"; then
-	result PASS broken-driver
-else result FAIL broken-driver "apt exits $rc1 then $rc2; dpkg --audit: $(paste -sd ' ' <<<"$audit" | cut -c1-200); see $b_log"; fi
+bad=()
+[ $rc1 != 0 ] || bad+=("the driver's configure did not fail")
+grep -qF "$why" "$o/p.log" || bad+=("no reason naming nvidia-current and its make.log")
+[ "$(in_r dpkg-query -W -f='${db:Status-Abbrev} ' nvidia-peer-memory-dkms nvidia-peer-memory)" = "ii  ii  " ] ||
+	bad+=("this project's packages are not both configured")
+grep -q '^ nvidia-kernel-dkms ' <<<"$audit" && ! grep -q 'nvidia-peer-memory' <<<"$audit" ||
+	bad+=("dpkg --audit: $(grep '^ ' <<<"$audit" | paste -sd ' ')")
+! ls "$r/lib/modules/$kver/updates/dkms/"nv_peer_mem.ko* >/dev/null 2>&1 || bad+=("an nv_peer_mem.ko was installed")
+grep -q "^FAIL nvidia.dkms: the NVIDIA driver's own DKMS build (nvidia-current/550.163.01-fake) failed for kernel $kver (nvidia/nv-mmap.c:712:19: error: " <<<"$doctor" ||
+	bad+=("doctor: $(grep -m1 'nvidia.dkms' <<<"$doctor" | cut -c1-160)")
+if [ ${#bad[@]} = 0 ]; then result PASS broken-driver
+else result FAIL broken-driver "$(IFS=';'; echo "${bad[*]}"); see $b_log"; fi
 echo "  driver that does not build, then this package: apt $rc1 $rc2 (the driver's configure, retried);" \
 	"nvidia-peer-memory-dkms: $(in_r dpkg-query -W -f='${db:Status-Abbrev}' nvidia-peer-memory-dkms);" \
 	"$(grep -m1 -o 'nv_peer_mem: the DKMS module nvidia-current is registered but not installed' "$o/p.log" || echo 'no reason given')"
