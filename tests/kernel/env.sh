@@ -53,3 +53,11 @@ refresh_lists() {
 
 say() { printf '[%s] %s\n' "${0##*/}" "$*" >&2; }
 die() { say "error: $*"; exit 1; }
+# in_chroot DIR COMMAND...: COMMAND in the Debian root DIR, with a clean environment, no
+# questions from debconf and nothing on its standard input.
+in_chroot() {
+	local dir=$1
+	shift
+	chroot "$dir" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
+		DEBIAN_FRONTEND=noninteractive "$@" </dev/null
+}

@@ -47,8 +47,7 @@ trap cleanup EXIT
 cleanup
 mkdir -p "$work" "$cache"
 
-in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
-	DEBIAN_FRONTEND=noninteractive "$@" </dev/null; }
+in_root() { in_chroot "$root" "$@"; }
 
 # --- the prepared root, from the cache or made now -----------------------------------------
 # shellcheck disable=SC1091 # the host's file

@@ -10,10 +10,10 @@
 # Prints "PASS stock:order-<ORDER>" or "FAIL stock:order-<ORDER>: <why>", then the order's row:
 #   "  order N O P: apt 0 0 0; nv_peer_mem after each: none none installed; module for <kernel>: yes; 95 s"
 set -uo pipefail
+. "$(dirname "$0")/../kernel/env.sh"
 [ $# = 4 ] || { echo "usage: $0 ROOT ORDER DEBS LOG" >&2; exit 2; }
 root=$1 order=$2 debs=$3 log=$4
-in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
-	DEBIAN_FRONTEND=noninteractive "$@" </dev/null; }
+in_root() { in_chroot "$root" "$@"; }
 name="order-$order"
 
 # The packages of one letter, by their paths inside the root.

@@ -44,8 +44,7 @@ deb $mirror trixie-updates main
 deb $mirror trixie-backports main
 EOF
 
-in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
-	DEBIAN_FRONTEND=noninteractive "$@" </dev/null; }
+in_root() { in_chroot "$root" "$@"; }
 mount -t proc proc "$root/proc"
 trap 'umount -l "$root/proc" 2>/dev/null || true' EXIT
 # Nothing may start a service inside the root while it is prepared.

@@ -50,8 +50,7 @@ say "stock world: Debian's $kver"
 cp -a "$base" "$root" || fatal root "cannot copy $base"
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
-in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
-	DEBIAN_FRONTEND=noninteractive "$@" </dev/null; }
+in_root() { in_chroot "$root" "$@"; }
 
 hdr=/usr/src/linux-headers-$kver
 
@@ -231,7 +230,7 @@ o=$work/orders/broken-driver
 fresh_root "$o"
 r=$o/root
 b_log=$work/orders/broken-driver.log
-in_r() { chroot "$r" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@" </dev/null; }
+in_r() { in_chroot "$r" "$@"; }
 in_r apt-get install -y -q --no-install-recommends /tmp/debs/mlnx-ofed-kernel-dkms_double_all.deb \
 	/tmp/debs/nvidia-kernel-dkms_broken_all.deb >"$b_log" 2>&1
 rc1=$?
