@@ -52,7 +52,14 @@ EOF
 	chmod 755 "$d/DEBIAN/postinst" "$d/DEBIAN/prerm"
 }
 
+# pack PACKAGE NAME: $out/NAME.deb from the tree deb() made, which goes
+pack() {
+	dpkg-deb --root-owner-group -Zxz -b "$out/$1" "$out/$2.deb" >/dev/null
+	rm -rf "${out:?}/$1"
+	echo "$out/$2.deb"
+}
 ver() { sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$here/dkms/$1.conf"; }
+
 nv_ver=$(ver nvidia-current)
 deb nvidia-kernel-dkms nvidia-current "$nv_ver" nvidia "NVIDIA driver kernel module (test double, as Debian's nvidia-current)"
 cp "$here/dkms/nvidia-current.conf" "$out/nvidia-kernel-dkms/usr/src/nvidia-current-$nv_ver/dkms.conf"
@@ -62,30 +69,16 @@ echo 'install nvidia modprobe -i nvidia-current $CMDLINE_OPTS' \
 # Debian links it through the alternatives system (nvidia-alternative); a plain link here.
 ln -s /etc/nvidia/current/nvidia-modprobe.conf "$out/nvidia-kernel-dkms/etc/modprobe.d/nvidia.conf"
 echo /etc/nvidia/current/nvidia-modprobe.conf >"$out/nvidia-kernel-dkms/DEBIAN/conffiles"
+pack nvidia-kernel-dkms nvidia-kernel-dkms_double_all
 
 of_ver=$(ver mlnx-ofed-kernel)
 deb mlnx-ofed-kernel-dkms mlnx-ofed-kernel "$of_ver" ib_core "MLNX_OFED kernel modules (test double of ib_core with PeerDirect)"
 cp "$here/dkms/mlnx-ofed-kernel.conf" "$out/mlnx-ofed-kernel-dkms/usr/src/mlnx-ofed-kernel-$of_ver/dkms.conf"
-
-for p in nvidia-kernel-dkms mlnx-ofed-kernel-dkms; do
-	dpkg-deb --root-owner-group -Zxz -b "$out/$p" "$out/${p}_double_all.deb" >/dev/null
-	rm -rf "${out:?}/$p"
-	echo "$out/${p}_double_all.deb"
-done
+pack mlnx-ofed-kernel-dkms mlnx-ofed-kernel-dkms_double_all
 
 # A driver whose own DKMS build fails for the kernel, as Debian's 550.163.01 does on 7.3
 # (../shared/REFERENCE.md §7): its configure fails, with the compiler's error in make.log.
-deb nvidia-kernel-dkms nvidia-current 550.163.01-fake nvidia "NVIDIA driver kernel module (test double that does not build)"
-cat >"$out/nvidia-kernel-dkms/usr/src/nvidia-current-550.163.01-fake/dkms.conf" <<'EOF'
-PACKAGE_NAME="nvidia-current"
-PACKAGE_VERSION="550.163.01-fake"
-BUILT_MODULE_NAME[0]="nvidia"
-DEST_MODULE_NAME[0]="nvidia-current"
-DEST_MODULE_LOCATION[0]="/updates/dkms"
-MAKE[0]="echo 'nvidia/nv-mmap.c:712:19: error: struct vm_area_struct has no member named __vm_flags'; false"
-CLEAN="true"
-AUTOINSTALL="yes"
-EOF
-dpkg-deb --root-owner-group -Zxz -b "$out/nvidia-kernel-dkms" "$out/nvidia-kernel-dkms_broken_all.deb" >/dev/null
-rm -rf "${out:?}/nvidia-kernel-dkms"
-echo "$out/nvidia-kernel-dkms_broken_all.deb"
+bad_ver=$(ver nvidia-current-broken)
+deb nvidia-kernel-dkms nvidia-current "$bad_ver" nvidia "NVIDIA driver kernel module (test double that does not build)"
+cp "$here/dkms/nvidia-current-broken.conf" "$out/nvidia-kernel-dkms/usr/src/nvidia-current-$bad_ver/dkms.conf"
+pack nvidia-kernel-dkms nvidia-kernel-dkms_broken_all
