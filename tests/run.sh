@@ -88,49 +88,79 @@ fi
 
 klines=${NVPM_KLINES:-7 6.12}
 [ "$mode" != stock ] || klines=
-for KLINE in $klines; do
-	export KLINE
+last_kline=${klines##* }
+
+# The VM boots of every kernel line share NVPM_VM_JOBS slots (default: one per host core: a TCG
+# machine keeps about one core busy); the stock world's boots are not counted.
+vm_slots=${NVPM_WORK:-$NVPM_CACHE/work}/vm-slots
+rm -rf "$vm_slots"
+mkdir -p "$vm_slots"
+vm_start() { # vm_start OUT COMMAND...: COMMAND in the background once a slot is free; sets vm_pid
+	local out=$1 n p
+	shift
+	vm_pid=
+	while :; do
+		{
+			flock 9
+			n=0
+			for p in "$vm_slots"/*; do
+				[ -e "$p" ] || continue
+				if kill -0 "${p##*/}" 2>/dev/null; then n=$((n + 1)); else rm -f "$p"; fi
+			done
+			if [ $n -lt "${NVPM_VM_JOBS:-$(nproc)}" ]; then
+				"$@" >"$out" 2>&1 9>&- &
+				vm_pid=$!
+				: >"$vm_slots/$vm_pid"
+			fi
+		} 9>"$vm_slots/.lock"
+		[ -z "$vm_pid" ] || return 0
+		sleep 2
+	done
+}
+
+# kernel_line FIRST: one kernel line ($KLINE): build, VM scenarios, DKMS and the packaged
+# service, the build checks; the host checks after the last line. Prints result lines.
+kernel_line() {
+	local first_line=$1
+	shift
 	. "$here/build-world.sh"
 	krel=$(cat "$kbuild/include/config/kernel.release")
-	before_p=$passed before_f=$failed
+	echo "$krel" >"$lines_dir/$KLINE.krel"
 	if [ $build_ok = 1 ]; then result PASS "$krel:build"; else result FAIL "$krel:build" "see $logs"; fi
+	local njobs=0 job_logs=() vm_pids=() jobs_dir=$work/vm-jobs
+	rm -rf "$jobs_dir"
+	mkdir -p "$jobs_dir"
+	vm_job() { # vm_job PREFIX VM-DIR TOPOLOGY APPEND SCENARIO...
+		local prefix=$1 dir=$2 topo=$3 append=$4
+		shift 4
+		njobs=$((njobs + 1))
+		job_logs+=("$dir/console.log")
+		echo "$prefix" >"$jobs_dir/$njobs.prefix"
+		vm_start "$jobs_dir/$njobs.out" env NVPM_VM_TOPOLOGY="$topo" NVPM_VM_APPEND="$append" \
+			"$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$dir" "$@"
+		vm_pids+=("$vm_pid")
+	}
 	if [ "$mode" != host ] && [ $build_ok = 1 ]; then
 		if [ $# -gt 0 ]; then
 			scenarios=("$@")
 		else
 			mapfile -t scenarios < <(cd "$top/tests/scenarios" && for f in *.sh; do echo "${f%.sh}"; done)
 		fi
-		# The doctor boots the machine with a PCIe switch (run-vm.sh), the others the flat one.
-		flat=() switched=()
+		# The doctor boots the machine with a PCIe switch (run-vm.sh), the in-kernel stress and
+		# the fault-injection sweep each boot alone (the longest boots, started first), the
+		# others share one boot per world.
+		flat=() switched=() alone=()
 		for sc in "${scenarios[@]}"; do
-			case $sc in *-doctor) switched+=("$sc") ;; *) flat+=("$sc") ;; esac
+			case $sc in
+			*-doctor) switched+=("$sc") ;;
+			*-stress | *-sweep) alone+=("$sc") ;;
+			*) flat+=("$sc") ;;
+			esac
 		done
 		named=$#
 		worlds=$(matrix_for "$KLINE")
 		first_world=${worlds%% *} last_world=${worlds##* }
 		second_world=$(echo "$worlds" | awk '{ print ($2 != "" ? $2 : $1) }')
-		# Every boot is a job; NVPM_VM_JOBS of them run at once (default: one per host core: a
-		# TCG machine keeps about one core busy), and their results are printed in order.
-		jobs_dir=$work/vm-jobs
-		rm -rf "$jobs_dir"
-		mkdir -p "$jobs_dir"
-		njobs=0 job_logs=() vm_pids=()
-		running_vms() { # how many of this line's VM jobs still run (the stock world is not one)
-			local p n=0
-			for p in "${vm_pids[@]}"; do kill -0 "$p" 2>/dev/null && n=$((n + 1)); done
-			echo $n
-		}
-		vm_job() { # vm_job PREFIX VM-DIR TOPOLOGY APPEND SCENARIO...
-			local prefix=$1 dir=$2 topo=$3 append=$4
-			shift 4
-			while [ "$(running_vms)" -ge "${NVPM_VM_JOBS:-$(nproc)}" ]; do sleep 2; done
-			njobs=$((njobs + 1))
-			job_logs+=("$dir/console.log")
-			echo "$prefix" >"$jobs_dir/$njobs.prefix"
-			NVPM_VM_TOPOLOGY=$topo NVPM_VM_APPEND=$append \
-				"$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$dir" "$@" >"$jobs_dir/$njobs.out" 2>&1 &
-			vm_pids+=($!)
-		}
 		# runs_here SCENARIO WORLD: where the costly scenarios run (time budget:
 		# tests/README.md); named on the command line, every scenario runs in every world.
 		# - the doctor (24, its own boot): the line's first world, and the first whose core
@@ -139,7 +169,7 @@ for KLINE in $klines; do
 		#   other lines' first (newest);
 		# - the in-kernel stress (29): the first line's first world (make stress: long, in two);
 		# - the fault-injection sweep (30): the first line's second world (R535 x 5.x: NVIDIA's
-		#   persistent-pages API, so every call site is reached; no stress beside it).
+		#   persistent-pages API, so every call site is reached).
 		doctor_5x=
 		runs_here() {
 			[ "$named" = 0 ] || return 0
@@ -150,52 +180,48 @@ for KLINE in $klines; do
 				return 1
 				;;
 			*-bad-inputs)
-				if [ -z "${first_line_done:-}" ]; then [ "$2" = "$last_world" ]; else [ "$2" = "$first_world" ]; fi
+				if [ "$first_line" = 1 ]; then [ "$2" = "$last_world" ]; else [ "$2" = "$first_world" ]; fi
 				;;
-			*-stress) [ -z "${first_line_done:-}" ] && [ "$2" = "$first_world" ] ;;
-			*-sweep) [ -z "${first_line_done:-}" ] && [ "$2" = "$second_world" ] ;;
+			*-stress) [ "$first_line" = 1 ] && [ "$2" = "$first_world" ] ;;
+			*-sweep) [ "$first_line" = 1 ] && [ "$2" = "$second_world" ] ;;
 			*) return 0 ;;
 			esac
 		}
-		for world in $worlds; do
-			these=() doctor=()
-			for sc in "${flat[@]}"; do ! runs_here "$sc" "$world" || these+=("$sc"); done
-			for sc in "${switched[@]}"; do ! runs_here "$sc" "$world" || doctor+=("$sc"); done
-			# NVPM_VM_REPEAT boots each world that many times (make racetest).
-			for ((rep = 1; rep <= ${NVPM_VM_REPEAT:-1}; rep++)); do
-				tag=$world dir=$work/vm-${world/:/-}
-				[ "${NVPM_VM_REPEAT:-1}" = 1 ] || tag=$world:run$rep dir=$dir-run$rep
-				append="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}${NVPM_VM_EXTRA_APPEND:+ $NVPM_VM_EXTRA_APPEND}"
-				[ ${#these[@]} = 0 ] || vm_job "$krel:$tag:" "$dir" flat "$append" "${these[@]}"
-				[ ${#doctor[@]} = 0 ] ||
-					vm_job "$krel:$tag:switch:" "$dir-switch" switch "$append" "${doctor[@]}"
+		# NVPM_VM_REPEAT boots each world that many times (make racetest).
+		local pass world rep tag dir append these doctor sc
+		for pass in alone worlds; do
+			for world in $worlds; do
+				for ((rep = 1; rep <= ${NVPM_VM_REPEAT:-1}; rep++)); do
+					tag=$world dir=$work/vm-${world/:/-}
+					[ "${NVPM_VM_REPEAT:-1}" = 1 ] || tag=$world:run$rep dir=$dir-run$rep
+					append="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}${NVPM_VM_EXTRA_APPEND:+ $NVPM_VM_EXTRA_APPEND}"
+					if [ $pass = alone ]; then
+						for sc in "${alone[@]}"; do
+							! runs_here "$sc" "$world" || vm_job "$krel:$tag:" "$dir-${sc#*-}" flat "$append" "$sc"
+						done
+						continue
+					fi
+					these=() doctor=()
+					for sc in "${flat[@]}"; do ! runs_here "$sc" "$world" || these+=("$sc"); done
+					for sc in "${switched[@]}"; do ! runs_here "$sc" "$world" || doctor+=("$sc"); done
+					[ ${#these[@]} = 0 ] || vm_job "$krel:$tag:" "$dir" flat "$append" "${these[@]}"
+					[ ${#doctor[@]} = 0 ] ||
+						vm_job "$krel:$tag:switch:" "$dir-switch" switch "$append" "${doctor[@]}"
+				done
 			done
 		done
-		first_line_done=1
-		wait "${vm_pids[@]}"
-		for ((j = 1; j <= njobs; j++)); do
-			collect "$(cat "$jobs_dir/$j.prefix")" cat "$jobs_dir/$j.out"
-		done
-		# The fault-injection sweep (30): its runs of every world against the module's sites.
-		if grep -qs '^SWEEP ' "${job_logs[@]}"; then
-			collect "$krel:" python3 "$top/tests/sweep/report.py" "$build_dir/sweep-sites.txt" \
-				"${job_logs[@]}"
-		fi
-		# make stress: its figures go to Documentation/testing.md, with the command.
-		if [ -n "${NVPM_TESTING_REPORT:-}" ]; then
-			NVPM_SWEEP_SITES="$build_dir/sweep-sites.txt" \
-				python3 "$top/tests/testing-report.py" "$NVPM_TESTING_REPORT" \
-				"$top/Documentation/testing.md" "${job_logs[@]}"
-		fi
 	fi
+	# While the last boots run: DKMS and the packaged service (one more boot), the build checks.
 	if [ "$mode" = all ] && [ $build_ok = 1 ]; then
 		if [ -n "$dkms_deb" ] && [ -n "$service_deb" ]; then
 			collect "" "$here/packaging/dkms.sh" "$dkms_deb" "$kbuild" "$work/dkms" \
 				"$build_dir/ib_core/Module.symvers" "$build_dir/nvidia/Module.symvers"
 			dkms_ko=$work/dkms/lib-modules/$krel/updates/dkms/nv_peer_mem.ko
 			if [ -f "$dkms_ko" ]; then
-				collect "$krel:service:" "$here/packaging/service-vm.sh" "$kbuild" "$work" \
+				vm_start "$work/service-vm.out" "$here/packaging/service-vm.sh" "$kbuild" "$work" \
 					"$service_deb" "$dkms_ko" "$build_dir"
+				wait "$vm_pid"
+				collect "$krel:service:" cat "$work/service-vm.out"
 			else result FAIL "$krel:service" "no module built by DKMS"; fi
 		else result FAIL "$krel:dkms" "no packages in $packages/deb"; fi
 	fi
@@ -213,100 +239,151 @@ for KLINE in $klines; do
 		# Every function the module calls is known to the sweep as fallible or not.
 		collect "$krel:" python3 "$top/tests/sweep/sites.py" --check "$build_dir/module/nv_peer_mem.ko"
 	fi
-	kernel_lines+=("kernel $krel: $((passed - before_p)) passed, $((failed - before_f)) failed")
-done
-
-# Host checks, once (against the last kernel built).
-if [ "$mode" != vm ] && [ "$mode" != stock ] && [ "${build_ok:-0}" = 1 ]; then
-	if out=$("$HOST_RUSTFMT" --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$top"/src/*.rs 2>&1); then
-		result PASS rustfmt
-	else result FAIL rustfmt "$(echo "$out" | head -20)"; fi
-
-	preflight_case() { # preflight_case NAME EXPECTED-TEXT make-variables...
-		local name=$1 want=$2 out
-		shift 2
-		out=$(make -s -C "$build_dir/module" preflight KDIR="$kbuild" RUSTC="$HOST_RUSTC" \
-			OFA_SYMVERS="$build_dir/ib_core/Module.symvers" \
-			NV_SYMVERS="$build_dir/nvidia/Module.symvers" "$@" 2>&1)
-		if [ $? -ne 0 ] && grep -q -- "$want" <<<"$out"; then result PASS "preflight:$name"
-		else result FAIL "preflight:$name" "wanted '$want', got: $out"; fi
-	}
-	fake_tree=$work/old-kernel-tree
-	mkdir -p "$fake_tree/include/config"
-	echo 'all:' >"$fake_tree/Makefile"
-	echo '# CONFIG_RUST is not set' >"$fake_tree/.config"
-	echo 6.1.0-28-amd64 >"$fake_tree/include/config/kernel.release"
-	preflight_case no-tree "no configured kernel build tree" KDIR=/nonexistent
-	preflight_case old-kernel "is too old" KDIR="$fake_tree"
-	preflight_case no-rust "built without Rust" KDIR="$fake_tree"
-	printf '#!/bin/sh\necho "rustc 1.78.0 (9b00956e5 2024-04-29)"\n' >"$work/other-rustc"
-	chmod +x "$work/other-rustc"
-	preflight_case other-rustc "pass RUSTC=" RUSTC="$work/other-rustc"
-	preflight_case no-ofed "install MLNX_OFED 5.1" OFA_SYMVERS=/dev/null
-	preflight_case no-nvidia "install the NVIDIA driver" NV_SYMVERS="$work/no-such-nv.symvers"
-	if out=$(make -s -C "$build_dir/module" preflight KDIR="$kbuild" RUSTC="$HOST_RUSTC" \
-		OFA_SYMVERS="$build_dir/ib_core/Module.symvers" NV_SYMVERS="$build_dir/nvidia/Module.symvers" 2>&1); then
-		result PASS preflight:complete-tree
-	else result FAIL preflight:complete-tree "$out"; fi
-
-	# nv-symvers.sh finds the NVIDIA module as the system does, whatever its name, place and
-	# compression: NVIDIA's nvidia.ko in kernel/drivers/video, Debian's nvidia-current.ko.xz in
-	# updates/dkms (no module named nvidia: Debian reaches it through an install line), the
-	# same with no modules.dep; and says so when there is none. The module column is the
-	# module's own name (nvidia, whatever the file), which modpost writes into nv_peer_mem's depends.
-	nv_symvers_case() { # nv_symvers_case NAME PATH-IN-TREE|"" COMPRESS DEPMOD
-		local name=$1 path=$2 compress=$3 depmod=$4 tree=$work/nv-symvers-tree out
-		rm -rf "$tree"
-		mkdir -p "$tree/lib/modules/$krel"
-		if [ -n "$path" ]; then
-			mkdir -p "$(dirname "$tree/lib/modules/$krel/$path")"
-			cp "$build_dir/nvidia/nvidia.ko" "$tree/lib/modules/$krel/$path"
-			[ "$compress" = no ] || xz "$tree/lib/modules/$krel/$path"
+	if [ ${#vm_pids[@]} -gt 0 ]; then
+		wait "${vm_pids[@]}"
+		for ((j = 1; j <= njobs; j++)); do
+			collect "$(cat "$jobs_dir/$j.prefix")" cat "$jobs_dir/$j.out"
+		done
+		# The fault-injection sweep (30): its runs of every world against the module's sites.
+		if grep -qs '^SWEEP ' "${job_logs[@]}"; then
+			collect "$krel:" python3 "$top/tests/sweep/report.py" "$build_dir/sweep-sites.txt" \
+				"${job_logs[@]}"
 		fi
-		[ "$depmod" = no ] || depmod -b "$tree" "$krel" 2>/dev/null
-		out=$(NV_MODULES_ROOT=$tree "$top/scripts/nv-symvers.sh" "$krel" 2>&1)
-		if [ -n "$path" ] && grep -q "^0x[0-9a-f]*	nvidia_p2p_get_pages	$tree/lib/modules/$krel/${path%/*}/nvidia	" <<<"$out"; then
-			result PASS "nv-symvers:$name"
-		elif [ -z "$path" ] && grep -q "^nv-symvers: no NVIDIA module exporting nvidia_p2p_get_pages for $krel" <<<"$out"; then
-			result PASS "nv-symvers:$name"
-		else result FAIL "nv-symvers:$name" "$out"; fi
-	}
-	nv_symvers_case nvidia-run kernel/drivers/video/nvidia.ko no yes
-	nv_symvers_case debian-nvidia-current updates/dkms/nvidia-current.ko xz yes
-	nv_symvers_case no-modules-dep updates/dkms/nvidia-current.ko xz no
-	nv_symvers_case none "" no yes
+		# make stress: its figures go to Documentation/testing.md, with the command.
+		if [ -n "${NVPM_TESTING_REPORT:-}" ]; then
+			NVPM_SWEEP_SITES="$build_dir/sweep-sites.txt" \
+				python3 "$top/tests/testing-report.py" "$NVPM_TESTING_REPORT" \
+				"$top/Documentation/testing.md" "${job_logs[@]}"
+		fi
+	fi
+	[ "$KLINE" = "$last_kline" ] || return 0
+	[ $build_ok = 1 ] || return 0
+	# Host checks, once, against the last kernel line built; their results are not that line's.
+	exec >"$lines_dir/host.out"
+	if [ "$mode" != vm ] && [ "$mode" != stock ] && [ "${build_ok:-0}" = 1 ]; then
+		if out=$("$HOST_RUSTFMT" --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$top"/src/*.rs 2>&1); then
+			result PASS rustfmt
+		else result FAIL rustfmt "$(echo "$out" | head -20)"; fi
 
-	# make install / uninstall by hand, into a DESTDIR: what lands where, and all of it goes.
-	dest=$work/make-install
-	rm -rf "$dest"
-	cp -r "$top/packaging" "$build_dir/module/"
-	want="./etc/infiniband/nv_peer_mem.conf ./etc/init.d/nv_peer_mem ./lib/modules/$krel/updates/nv_peer_mem.ko ./lib/systemd/system/nv_peer_mem.service ./usr/libexec/nv_peer_mem/nv_peer_mem-doctor ./usr/libexec/nv_peer_mem/nv_peer_mem-service"
-	if module_make "$build_dir/module" install DESTDIR="$dest" KVER="$krel" >"$logs/install.log" 2>&1 &&
-		got=$(cd "$dest" && find . -type f | sort | paste -sd ' ') && [ "$got" = "$want" ]; then
-		result PASS make-install
-	else result FAIL make-install "got '${got:-}', wanted '$want'; see $logs/install.log"; fi
-	# The least mode that works: programs 0755, everything else 0644; nothing writable by others.
-	want_modes="644 ./etc/infiniband/nv_peer_mem.conf 755 ./etc/init.d/nv_peer_mem 644 ./lib/modules/$krel/updates/nv_peer_mem.ko 644 ./lib/systemd/system/nv_peer_mem.service 755 ./usr/libexec/nv_peer_mem/nv_peer_mem-doctor 755 ./usr/libexec/nv_peer_mem/nv_peer_mem-service"
-	if got=$(cd "$dest" && find . -type f | sort | xargs stat -c '%a %n' | paste -sd ' ') &&
-		[ "$got" = "$want_modes" ]; then
-		result PASS make-install-modes
-	else result FAIL make-install-modes "got '${got:-}', wanted '$want_modes'"; fi
-	echo ONBOOT=no >"$dest/etc/infiniband/nv_peer_mem.conf"
-	if module_make "$build_dir/module" uninstall DESTDIR="$dest" KVER="$krel" >>"$logs/install.log" 2>&1 &&
-		got=$(cd "$dest" && find . -type f | paste -sd ' ') && [ "$got" = ./etc/infiniband/nv_peer_mem.conf ]; then
-		result PASS make-uninstall-keeps-changed-config
-	else result FAIL make-uninstall-keeps-changed-config "left: '${got:-}'; see $logs/install.log"; fi
-	cp "$top/packaging/service/nv_peer_mem.conf" "$dest/etc/infiniband/nv_peer_mem.conf"
-	if module_make "$build_dir/module" uninstall DESTDIR="$dest" KVER="$krel" >>"$logs/install.log" 2>&1 &&
-		[ -z "$(find "$dest" -mindepth 1 -not -type d)" ] && ! [ -e "$dest/etc/infiniband" ]; then
-		result PASS make-uninstall
-	else result FAIL make-uninstall "left: $(cd "$dest" && find . -mindepth 1 -not -type d | paste -sd ' ')"; fi
+		preflight_case() { # preflight_case NAME EXPECTED-TEXT make-variables...
+			local name=$1 want=$2 out
+			shift 2
+			out=$(make -s -C "$build_dir/module" preflight KDIR="$kbuild" RUSTC="$HOST_RUSTC" \
+				OFA_SYMVERS="$build_dir/ib_core/Module.symvers" \
+				NV_SYMVERS="$build_dir/nvidia/Module.symvers" "$@" 2>&1)
+			if [ $? -ne 0 ] && grep -q -- "$want" <<<"$out"; then result PASS "preflight:$name"
+			else result FAIL "preflight:$name" "wanted '$want', got: $out"; fi
+		}
+		fake_tree=$work/old-kernel-tree
+		mkdir -p "$fake_tree/include/config"
+		echo 'all:' >"$fake_tree/Makefile"
+		echo '# CONFIG_RUST is not set' >"$fake_tree/.config"
+		echo 6.1.0-28-amd64 >"$fake_tree/include/config/kernel.release"
+		preflight_case no-tree "no configured kernel build tree" KDIR=/nonexistent
+		preflight_case old-kernel "is too old" KDIR="$fake_tree"
+		preflight_case no-rust "built without Rust" KDIR="$fake_tree"
+		printf '#!/bin/sh\necho "rustc 1.78.0 (9b00956e5 2024-04-29)"\n' >"$work/other-rustc"
+		chmod +x "$work/other-rustc"
+		preflight_case other-rustc "pass RUSTC=" RUSTC="$work/other-rustc"
+		preflight_case no-ofed "install MLNX_OFED 5.1" OFA_SYMVERS=/dev/null
+		preflight_case no-nvidia "install the NVIDIA driver" NV_SYMVERS="$work/no-such-nv.symvers"
+		if out=$(make -s -C "$build_dir/module" preflight KDIR="$kbuild" RUSTC="$HOST_RUSTC" \
+			OFA_SYMVERS="$build_dir/ib_core/Module.symvers" NV_SYMVERS="$build_dir/nvidia/Module.symvers" 2>&1); then
+			result PASS preflight:complete-tree
+		else result FAIL preflight:complete-tree "$out"; fi
 
-	mapfile -t scripts < <(cd "$top" && git ls-files -co --exclude-standard |
-		grep -E '\.sh$|^tests/vm/init$|^\.ci/run$|^packaging/service/nv_peer_mem(-service|\.init)$' | sed "s|^|$top/|")
-	if out=$(cd "$top" && shellcheck -x -S warning "${scripts[@]}" 2>&1); then result PASS shellcheck
-	else result FAIL shellcheck "$(echo "$out" | head -20)"; fi
+		# nv-symvers.sh finds the NVIDIA module as the system does, whatever its name, place and
+		# compression: NVIDIA's nvidia.ko in kernel/drivers/video, Debian's nvidia-current.ko.xz in
+		# updates/dkms (no module named nvidia: Debian reaches it through an install line), the
+		# same with no modules.dep; and says so when there is none. The module column is the
+		# module's own name (nvidia, whatever the file), which modpost writes into nv_peer_mem's depends.
+		nv_symvers_case() { # nv_symvers_case NAME PATH-IN-TREE|"" COMPRESS DEPMOD
+			local name=$1 path=$2 compress=$3 depmod=$4 tree=$work/nv-symvers-tree out
+			rm -rf "$tree"
+			mkdir -p "$tree/lib/modules/$krel"
+			if [ -n "$path" ]; then
+				mkdir -p "$(dirname "$tree/lib/modules/$krel/$path")"
+				cp "$build_dir/nvidia/nvidia.ko" "$tree/lib/modules/$krel/$path"
+				[ "$compress" = no ] || xz "$tree/lib/modules/$krel/$path"
+			fi
+			[ "$depmod" = no ] || depmod -b "$tree" "$krel" 2>/dev/null
+			out=$(NV_MODULES_ROOT=$tree "$top/scripts/nv-symvers.sh" "$krel" 2>&1)
+			if [ -n "$path" ] && grep -q "^0x[0-9a-f]*	nvidia_p2p_get_pages	$tree/lib/modules/$krel/${path%/*}/nvidia	" <<<"$out"; then
+				result PASS "nv-symvers:$name"
+			elif [ -z "$path" ] && grep -q "^nv-symvers: no NVIDIA module exporting nvidia_p2p_get_pages for $krel" <<<"$out"; then
+				result PASS "nv-symvers:$name"
+			else result FAIL "nv-symvers:$name" "$out"; fi
+		}
+		nv_symvers_case nvidia-run kernel/drivers/video/nvidia.ko no yes
+		nv_symvers_case debian-nvidia-current updates/dkms/nvidia-current.ko xz yes
+		nv_symvers_case no-modules-dep updates/dkms/nvidia-current.ko xz no
+		nv_symvers_case none "" no yes
+
+		# make install / uninstall by hand, into a DESTDIR: what lands where, and all of it goes.
+		dest=$work/make-install
+		rm -rf "$dest"
+		cp -r "$top/packaging" "$build_dir/module/"
+		want="./etc/infiniband/nv_peer_mem.conf ./etc/init.d/nv_peer_mem ./lib/modules/$krel/updates/nv_peer_mem.ko ./lib/systemd/system/nv_peer_mem.service ./usr/libexec/nv_peer_mem/nv_peer_mem-doctor ./usr/libexec/nv_peer_mem/nv_peer_mem-service"
+		if module_make "$build_dir/module" install DESTDIR="$dest" KVER="$krel" >"$logs/install.log" 2>&1 &&
+			got=$(cd "$dest" && find . -type f | sort | paste -sd ' ') && [ "$got" = "$want" ]; then
+			result PASS make-install
+		else result FAIL make-install "got '${got:-}', wanted '$want'; see $logs/install.log"; fi
+		# The least mode that works: programs 0755, everything else 0644; nothing writable by others.
+		want_modes="644 ./etc/infiniband/nv_peer_mem.conf 755 ./etc/init.d/nv_peer_mem 644 ./lib/modules/$krel/updates/nv_peer_mem.ko 644 ./lib/systemd/system/nv_peer_mem.service 755 ./usr/libexec/nv_peer_mem/nv_peer_mem-doctor 755 ./usr/libexec/nv_peer_mem/nv_peer_mem-service"
+		if got=$(cd "$dest" && find . -type f | sort | xargs stat -c '%a %n' | paste -sd ' ') &&
+			[ "$got" = "$want_modes" ]; then
+			result PASS make-install-modes
+		else result FAIL make-install-modes "got '${got:-}', wanted '$want_modes'"; fi
+		echo ONBOOT=no >"$dest/etc/infiniband/nv_peer_mem.conf"
+		if module_make "$build_dir/module" uninstall DESTDIR="$dest" KVER="$krel" >>"$logs/install.log" 2>&1 &&
+			got=$(cd "$dest" && find . -type f | paste -sd ' ') && [ "$got" = ./etc/infiniband/nv_peer_mem.conf ]; then
+			result PASS make-uninstall-keeps-changed-config
+		else result FAIL make-uninstall-keeps-changed-config "left: '${got:-}'; see $logs/install.log"; fi
+		cp "$top/packaging/service/nv_peer_mem.conf" "$dest/etc/infiniband/nv_peer_mem.conf"
+		if module_make "$build_dir/module" uninstall DESTDIR="$dest" KVER="$krel" >>"$logs/install.log" 2>&1 &&
+			[ -z "$(find "$dest" -mindepth 1 -not -type d)" ] && ! [ -e "$dest/etc/infiniband" ]; then
+			result PASS make-uninstall
+		else result FAIL make-uninstall "left: $(cd "$dest" && find . -mindepth 1 -not -type d | paste -sd ' ')"; fi
+
+		mapfile -t scripts < <(cd "$top" && git ls-files -co --exclude-standard |
+			grep -E '\.sh$|^tests/vm/init$|^\.ci/run$|^packaging/service/nv_peer_mem(-service|\.init)$' | sed "s|^|$top/|")
+		if out=$(cd "$top" && shellcheck -x -S warning "${scripts[@]}" 2>&1); then result PASS shellcheck
+		else result FAIL shellcheck "$(echo "$out" | head -20)"; fi
+	fi
+}
+
+lines_dir=${NVPM_WORK:-$NVPM_CACHE/work}/lines
+rm -rf "$lines_dir"
+mkdir -p "$lines_dir"
+# The test kernels first, one after the other (they share apt's download directory and both
+# cores); then the kernel lines side by side, their boots sharing the VM slots. Results are
+# printed line by line once each is done.
+if [ -n "$klines" ]; then
+	"$here/kernel/setup-host.sh" || die "host setup failed"
+	for KLINE in $klines; do
+		KLINE=$KLINE "$here/kernel/build-kernel.sh" >/dev/null || die "no test kernel for the $KLINE line"
+	done
 fi
+first=1 line_pids=()
+for KLINE in $klines; do
+	(
+		export KLINE
+		kernel_line $first "$@"
+	) >"$lines_dir/$KLINE.out" &
+	line_pids+=($!)
+	first=0
+done
+i=0
+for KLINE in $klines; do
+	wait "${line_pids[$i]}"
+	rc=$?
+	i=$((i + 1))
+	before_p=$passed before_f=$failed
+	collect "" cat "$lines_dir/$KLINE.out"
+	[ "$rc" = 0 ] || [ "$failed" != "$before_f" ] || result FAIL "$KLINE" "the $KLINE kernel line stopped (exit $rc)"
+	kernel_lines+=("kernel $(cat "$lines_dir/$KLINE.krel" 2>/dev/null || echo "$KLINE"): $((passed - before_p)) passed, $((failed - before_f)) failed")
+done
+[ ! -f "$lines_dir/host.out" ] || collect "" cat "$lines_dir/host.out"
 
 # nv_peer_mem doctor against the fake sysfs/proc trees of tests/doctor/cases (no kernel needed).
 if [ "$mode" != vm ] && [ "$mode" != stock ]; then

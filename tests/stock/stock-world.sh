@@ -96,6 +96,38 @@ refuses read-only-cache "cannot write the cache directory /mnt/ro/trees" NV_PEER
 refuses full-cache "/mnt/small/trees has " NV_PEER_MEM_RUST_CACHE=/mnt/small/trees
 umount "$root/mnt/ro" "$root/mnt/small"
 
+# Completed Rust trees are kept between runs, as the test kernels are: a tree completed by this
+# very scripts/rust-tree.sh is put back into the root's cache before the install that needs it.
+# rust-tree.sh then judges it as on any machine (its stamp: the headers' .config and
+# Module.symvers, the rustc) and completes it again if stale. NVPM_STOCK_FRESH_TREES=1 (or a
+# change to rust-tree.sh) completes them from the source package again.
+tree_cache=$NVPM_CACHE/stock/rust-trees
+tree_key=$(sha256sum "$top/scripts/rust-tree.sh" | cut -c1-16)
+root_trees=/var/cache/nv_peer_mem/rust-trees
+seed_tree() { # seed_tree RELEASE
+	local c=$tree_cache/$1
+	[ "${NVPM_STOCK_FRESH_TREES:-0}" = 0 ] && [ -d "$c" ] &&
+		[ "$(cat "$c.key" 2>/dev/null)" = "$tree_key" ] || return 0
+	mkdir -p "$root$root_trees"
+	cp -a "$c" "$root$root_trees/$1" || rm -rf "${root:?}$root_trees/$1"
+}
+keep_tree() { # keep_tree RELEASE: a tree completed in this run, for the next
+	local t=$root$root_trees/$1 c=$tree_cache/$1
+	[ -f "$t/.nv_peer_mem-stamp" ] || return 0
+	cmp -s "$t/.nv_peer_mem-stamp" "$c/.nv_peer_mem-stamp" && [ "$(cat "$c.key" 2>/dev/null)" = "$tree_key" ] &&
+		return 0
+	rm -rf "$c" "$c.key"
+	mkdir -p "$tree_cache"
+	cp -a "$t" "$c" && echo "$tree_key" >"$c.key"
+}
+# tree_origin RELEASE: what completed RELEASE's Rust tree, this run's DKMS build or an earlier run's
+tree_origin() {
+	local line
+	line=$(completion "$1")
+	if [ -n "$line" ]; then echo "$line"
+	else echo "its Rust tree kept from an earlier run: $(cat "$root$root_trees/$1/.nv_peer_mem-rust-tree" 2>&1)"; fi
+}
+
 # --- the packages, with apt, as an administrator installs them: this project's first, then
 # the NVIDIA driver (Debian's packaging of it), then MLNX_OFED. The doubles are packaged as those
 # are (doubles-debs.sh), so DKMS builds them against the stock headers for every kernel. The
@@ -105,6 +137,7 @@ debs=("$packages"/deb/nvidia-peer-memory-dkms_*_all.deb "$packages"/deb/nvidia-p
 "$here/doubles-debs.sh" "$work/doubles" >>"$log" 2>&1 || fatal doubles "building the doubles' packages failed; see $log"
 mkdir -p "$root/tmp/debs"
 cp "${debs[@]}" "$work"/doubles/*.deb "$root/tmp/debs/"
+seed_tree "$kver"
 start=$SECONDS
 "$here/install-order.sh" "$root" PNO /tmp/debs "$work/apt-install.log" >"$work/order-PNO.out"
 rc=$?
@@ -140,7 +173,8 @@ completion() {
 status=$(in_root dkms status -m nv_peer_mem -k "$kver" 2>&1)
 if grep -q "^nv_peer_mem/$version, $kver, x86_64: installed" <<<"$status"; then
 	result PASS dkms-installed
-	echo "  the three apt-get installs with the DKMS builds for $kver took $took s; $(completion "$kver")"
+	echo "  the three apt-get installs with the DKMS builds for $kver took $took s; $(tree_origin "$kver")"
+	keep_tree "$kver"
 else
 	result FAIL dkms-installed "dkms status: '$status'; $(tail -n 3 "$root/var/lib/dkms/nv_peer_mem/$version/build/make.log" 2>/dev/null | paste -sd ' ')"
 fi
@@ -298,6 +332,7 @@ later_kernel() { # later_kernel NAME RELEASE [apt-get option...] PACKAGE...
 }
 if [ -n "$kernel_with_source" ]; then
 	k=$kernel_with_source
+	seed_tree "$k"
 	later_kernel later-rust-kernel "$k" -t trixie-backports "linux-image-$k" "linux-headers-$k" \
 		"linux-source-$(cut -d. -f1,2 <<<"$k")"
 	ko2=$(ls "$root/lib/modules/$k/updates/dkms/"nv_peer_mem.ko* 2>/dev/null | head -n1)
@@ -305,7 +340,8 @@ if [ -n "$kernel_with_source" ]; then
 	if grep -q "^nv_peer_mem/$version, $k, x86_64: installed" <<<"$(in_root dkms status -m nv_peer_mem -k "$k" 2>&1)" &&
 		[ "${vm%% *}" = "$k" ]; then
 		result PASS later-rust-kernel-dkms
-		echo "  $k: $(completion "$k")"
+		echo "  $k: $(tree_origin "$k")"
+		keep_tree "$k"
 	else result FAIL later-rust-kernel-dkms "no nv_peer_mem.ko built for $k (vermagic '${vm:-}'); see $work/later-rust-kernel.log"; fi
 else
 	result FAIL later-rust-kernel "no other Debian 7.x kernel with its source package in the archive"
