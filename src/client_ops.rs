@@ -7,10 +7,11 @@ use core::ffi::{c_char, c_int, c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+use crate::client_kind::ClientKind;
 use crate::compat::eopnotsupp;
-use crate::context::{gpu_range, ClientKind, Context};
 use crate::nv_p2p::GPU_PAGE_SIZE;
 use crate::peer_mem::ClientOps;
+use crate::registration::{gpu_range, Context};
 use crate::stats::{count, Counter};
 
 extern "C" {

@@ -9,7 +9,7 @@ extern "C" {
 
 /// One reference on this module, dropped with its owner.
 ///
-/// Every [`crate::context::Context`] holds one, so `rmmod` fails with EBUSY not only while
+/// Every [`crate::registration::Context`] holds one, so `rmmod` fails with EBUSY not only while
 /// ib_core holds a registration but also while NVIDIA's free callback still holds a context
 /// that ib_core has already released (the callback runs our code until it returns).
 pub(crate) struct ModuleRef(());

@@ -6,6 +6,7 @@
 use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::prelude::*;
 
+mod client_kind;
 mod client_ops;
 mod compat;
 mod context;
@@ -15,13 +16,14 @@ mod nv_p2p;
 mod params;
 mod peer_mem;
 mod pinning;
+mod registration;
 mod registrations_view;
 mod registry;
 mod revoke;
 mod sg;
 mod stats;
 
-use context::ClientKind;
+use client_kind::ClientKind;
 use nv_p2p::PersistentSupport;
 use peer_mem::{PeerMemoryClientEx, Registration};
 use registry::Registry;

@@ -4,17 +4,14 @@
 //! no lock held (rule 2 in `context.rs`) and then look at the phase to learn whether a free
 //! callback ran meanwhile.
 
-use core::ffi::{c_int, c_void};
+use core::ffi::c_void;
 use kernel::prelude::*;
 use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::Arc;
 
-use crate::context::{ClientKind, Context, Phase, Pin};
+use crate::client_kind::ClientKind;
 use crate::nv_p2p::PageTable;
-
-extern "C" {
-    fn nvpm_current_tgid() -> c_int;
-}
+use crate::registration::{current_tgid, Context, Phase, Pin};
 
 /// What pinning found once NVIDIA returned.
 pub(crate) enum Pinned<'a> {
@@ -23,11 +20,6 @@ pub(crate) enum Pinned<'a> {
     /// A free callback revoked the pin as soon as it was made: the table is given up and the
     /// phase is `Revoked`.
     Revoked,
-}
-
-pub(crate) fn current_tgid() -> c_int {
-    // SAFETY: reads `current->tgid`; no requirement.
-    unsafe { nvpm_current_tgid() }
 }
 
 impl Context {

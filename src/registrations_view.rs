@@ -9,7 +9,8 @@ use core::fmt::Write;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-use crate::context::{now_ns, ClientKind, Context, Phase};
+use crate::client_kind::ClientKind;
+use crate::registration::{now_ns, Context, Phase};
 
 extern "C" {
     // A `struct seq_file *`, opaque here.

@@ -15,7 +15,7 @@ use kernel::prelude::*;
 use kernel::rbtree::{RBTree, RBTreeNode};
 use kernel::sync::{Arc, Mutex};
 
-use crate::context::Context;
+use crate::registration::Context;
 
 #[pin_data]
 pub(crate) struct Registry {

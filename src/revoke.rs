@@ -21,7 +21,7 @@ use core::ffi::c_void;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
-use crate::context::{Context, Mapping, Phase, Pin};
+use crate::registration::{Context, Mapping, Phase, Pin};
 
 /// What the callback took over from the registration.
 enum Revoked {

@@ -10,7 +10,7 @@ use core::ffi::{c_char, c_int};
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::prelude::*;
 
-use crate::context::ClientKind;
+use crate::client_kind::ClientKind;
 use crate::peer_mem::PeerMemoryClientEx;
 
 /// What is counted. The discriminant is the counter's index in [`ClientStats`].
