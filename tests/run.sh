@@ -127,7 +127,7 @@ kernel_line() {
 	krel=$(cat "$kbuild/include/config/kernel.release")
 	echo "$krel" >"$lines_dir/$KLINE.krel"
 	if [ $build_ok = 1 ]; then result PASS "$krel:build"; else result FAIL "$krel:build" "see $logs"; fi
-	local njobs=0 job_logs=() vm_pids=() jobs_dir=$work/vm-jobs
+	local njobs=0 job_logs=() vm_pids=() jobs_dir=$work/vm-jobs canary_pid=
 	rm -rf "$jobs_dir"
 	mkdir -p "$jobs_dir"
 	vm_job() { # vm_job PREFIX VM-DIR TOPOLOGY APPEND SCENARIO...
@@ -210,6 +210,13 @@ kernel_line() {
 				done
 			done
 		done
+		# The net's own test (tests/canaries/): every kind of kernel report, planted, fails the
+		# scenario that met it. Once, on the first line.
+		if [ "$first_line" = 1 ] && [ "$named" = 0 ]; then
+			vm_start "$work/canaries.out" "$top/tests/canaries/canary-vm.sh" "$kbuild" "$initrd" "$work" \
+				"nvpm.nvidia=r580 nvpm.ibcore=24.x"
+			canary_pid=$vm_pid
+		fi
 	fi
 	# While the last boots run: DKMS and the packaged service (one more boot), the build checks.
 	if [ "$mode" = all ] && [ $build_ok = 1 ]; then
@@ -238,6 +245,10 @@ kernel_line() {
 		else result FAIL "$krel:clippy" "$(grep -i -A5 'warning\|error' "$logs/clippy.log" | head -20)"; fi
 		# Every function the module calls is known to the sweep as fallible or not.
 		collect "$krel:" python3 "$top/tests/sweep/sites.py" --check "$build_dir/module/nv_peer_mem.ko"
+	fi
+	if [ -n "${canary_pid:-}" ]; then
+		wait "$canary_pid"
+		collect "$krel:" cat "$work/canaries.out"
 	fi
 	if [ ${#vm_pids[@]} -gt 0 ]; then
 		wait "${vm_pids[@]}"

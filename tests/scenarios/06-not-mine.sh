@@ -2,7 +2,7 @@
 # Host memory, freed GPU memory and another process's GPU memory are not ours: acquire says so
 # quietly and keeps nothing.
 check "load" load_world
-dmesg -c >/dev/null
+klog_flush
 expect_write_error "Bad address" "host address not claimed (EFAULT)" $IBC/ctl "reg 1 edu0 0x7ffd00001000 0x10000"
 expect_write_error "Bad address" "freed GPU range not claimed" $IBC/ctl "reg 2 edu0 $GPU_VA 0x10000"
 check "cudaMalloc in this process" ctl_nv "alloc $GPU_VA 0x10000 contiguous"

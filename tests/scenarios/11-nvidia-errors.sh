@@ -8,7 +8,7 @@ check "cudaMalloc" ctl_nv "alloc $GPU_VA 0x40000 contiguous"
 inject_case() {
 	ctl_nv "inject clear"
 	ctl_nv "inject $1 $2 $3"
-	dmesg -c >/dev/null
+	klog_flush
 	expect_write_error "$4" "$6" $IBC/ctl "reg 1 edu0 $GPU_VA 0x40000"
 	n=$(dmesg | grep -c "nv_peer_mem: .*$5")
 	if [ "$n" -ge 1 ]; then ok "  logged: $5"; else not_ok "  no log line matching '$5'"; dmesg | tail -5; fi

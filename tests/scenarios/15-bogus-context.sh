@@ -7,7 +7,7 @@ check "cudaMalloc" ctl_nv "alloc $GPU_VA 0x40000 contiguous"
 check "register MR 1" ctl_ib "reg 1 edu0 $GPU_VA 0x40000"
 check "deregister MR 1 (its context becomes stale)" ctl_ib "dereg 1"
 check "register MR 2" ctl_ib "reg 2 edu0 $GPU_VA 0x40000"
-dmesg -c >/dev/null
+klog_flush
 for v in 1 0xdeadbeef 0xffff888000001000 0; do
 	check "client survives context $v" ctl_ib "bogus-context nv_mem $v"
 done

@@ -6,7 +6,7 @@
 # is invalidated. Without persistent pages ibv_reg_mr fails with EFAULT. The load log names the
 # parameter 4.9 needs; with peerdirect_support=1 nv_mem backs MRs and invalidates.
 check "fake nvidia and an MLNX_OFED 4.9 core" sh -c 'modprobe nvidia && modprobe ib_core core_version=4'
-dmesg -c >/dev/null
+klog_flush
 check "nv_peer_mem with the default parameters" modprobe nv_peer_mem peerdirect_support=0
 check "  the load log names the parameter 4.9 needs" sh -c 'dmesg | grep -q "nv_peer_mem: .*MLNX_OFED 4.9 needs peerdirect_support=1"'
 check "cudaMalloc" ctl_nv "alloc $GPU_VA 0x40000 contiguous"

@@ -10,7 +10,7 @@ for off in 0 0x7e000 0xfb000; do
 	dma_check 1 $off "$GPU_VA + 0x2000 + $off"
 done
 check "deregister" ctl_ib "dereg 1"
-dmesg -c >/dev/null
+klog_flush
 ctl_nv "inject get_pages version 2"
 expect_write_error "Invalid argument" "a page table of an unknown major version is refused" $IBC/ctl "reg 2 edu0 $GPU_VA 0x100000"
 check "  in one line naming the version" test "$(dmesg | grep -c 'nv_peer_mem: nvidia.ko returned page table version')" = 1

@@ -50,7 +50,7 @@ check "the view lists both, mapped, with their NIC, 32 + 4 entries and the bytes
 	grep -q '^2 nv_mem $(hex "$GPU_VA + 0x401000")-$(hex "$GPU_VA + 0x43f000") 253952 mapped [0-9a-f:.]* 4 [0-9]* [1-9][0-9]*\$' $V"
 check "the two NICs differ in the view" test "$(awk 'NR > 1 { print $6 }' $V | sort -u | wc -l)" = 2
 check "no kernel pointer in the view" sh -c "! grep -qi 'ffff[0-9a-f]\{12\}' $V"
-dmesg -c >/dev/null
+klog_flush
 expect_write_error "Bad address" "host memory is not nv_mem's" $IBC/ctl "reg 3 edu0 0x7ffd00001000 0x10000"
 expect nv_mem err_not_mine=1 live_registrations=2
 check "cudaFree under MR 1: invalidated" ctl_nv "free $GPU_VA"

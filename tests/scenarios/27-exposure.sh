@@ -8,7 +8,7 @@ V=/sys/kernel/debug/nv_peer_mem/registrations
 # mode_is MODE PATH: octal mode and owner root.
 mode_is() { [ "$(stat -c '%a %u:%g' "$2")" = "$1 0:0" ]; }
 
-dmesg -c >/dev/null
+klog_flush
 check "a user cannot load the module" refused as_nobody modprobe nv_peer_mem
 check "  not loaded" test ! -e $M
 check "load, debug logging on (enable_dbg=1)" load_world "" "" enable_dbg=1

@@ -14,6 +14,7 @@ loglines=0
 # Move the kernel log out of the ring buffer after every chunk (a long run would overflow it):
 # kernel reports are kept for the harness, the rest only counted.
 drain() {
+	plant_canary
 	dmesg -c >/tmp/stress.chunk
 	grep -E "$KERNEL_REPORTS" /tmp/stress.chunk >>/tmp/stress.bad
 	tail -n 20 /tmp/stress.chunk >/tmp/stress.tail

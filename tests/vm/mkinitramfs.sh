@@ -21,7 +21,7 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 
 [ -z "$overlay" ] || cp -a "$overlay/." "$root/"
-mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc/nvpm,tests/scenarios,tests/service,lib/modules/"$kver"/extra}
+mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc/nvpm,tests/scenarios,tests/service,tests/canaries,lib/modules/"$kver"/extra}
 cp /bin/busybox "$root/bin/busybox"
 install -m 755 "$here/init" "$root/init"
 install -m 644 "$here/lib.sh" "$here/cleanup.sh" "$here/demo.sh" "$here/../bench/bench-vm.sh" \
@@ -29,6 +29,7 @@ install -m 644 "$here/lib.sh" "$here/cleanup.sh" "$here/demo.sh" "$here/../bench
 install -m 644 "$here/../bad-inputs/table.txt" "$root/tests/bad-inputs.txt"
 install -m 644 "$here"/../scenarios/*.sh "$root/tests/scenarios/"
 install -m 644 "$here"/../service/*.sh "$root/tests/service/"
+install -m 644 "$here/../canaries/canary.sh" "$root/tests/canaries/"
 cp "$sha_dir"/*.sha256 "$root/etc/nvpm/"
 # nv_peer_mem doctor, where the packages put it, and a python3 to run it.
 install -D -m 755 "$here/../../scripts/nv_peer_mem-doctor" "$root/usr/libexec/nv_peer_mem/nv_peer_mem-doctor"

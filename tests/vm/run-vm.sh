@@ -80,7 +80,9 @@ if [ -n "${NVPM_VM_DISK:-}" ]; then
 else
 	kernel=$kbuild/arch/x86/boot/bzImage
 	system=()
-	root_args=
+	# The test kernels: KASAN reports every bug, not only the first (a stock kernel has no
+	# KASAN and would hand the word to systemd).
+	root_args=kasan_multi_shot
 fi
 start=$SECONDS
 timeout --foreground "$timeout_s" qemu-system-x86_64 \

@@ -284,6 +284,9 @@ struct fnv_fault_req {
 
 extern const char *const fnv_op_names[FNV_OP_NR];
 int fnv_inject_command(int argc, char **argv);
+
+/* canary.c: planted kernel reports, for the harness's own test */
+int fnv_canary_command(int argc, char **argv);
 void fnv_inject_take(enum fnv_op op, struct fnv_fault_req *req);
 void fnv_inject_stall_locked(enum fnv_op op, const struct fnv_fault_req *req);
 unsigned long fnv_inject_count(void);

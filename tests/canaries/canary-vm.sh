@@ -1,0 +1,74 @@
+#!/bin/bash
+# The net's own test: boots the test kernel with scenarios that plant each kind of kernel
+# report through the fake nvidia.ko ("canary KIND"), and passes only where the judge
+# (tests/vm/parse-log.py) failed the scenario that met the report, with the report itself among
+# the lines it judged. Hosts: a scenario that drains the log (canary.sh), one that throws it
+# away (only the kernel's flags can tell), a run of the fault-injection sweep and a race of the
+# in-kernel stress. Lockdep reports once per boot and then switches itself off: three boots.
+# usage: canary-vm.sh KBUILD INITRD WORK APPEND
+# Prints "PASS canary:<host>" when every report planted there failed it, "FAIL ..." otherwise.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+kbuild=$1 initrd=$2 work=$3 append=$4
+failed=0
+
+# signature KIND: how the kernel words that report (in a KLOG line the judge read)
+signature() {
+	case $1 in
+	kasan) echo 'KASAN: [a-z-]*use-after-free in fnv_canary' ;;
+	warn) echo 'WARNING:.*canary\.c' ;;
+	ubsan) echo 'UBSAN: array-index-out-of-bounds in .*canary\.c' ;;
+	list) echo 'list_add corruption' ;;
+	violation) echo 'FAKE-VIOLATION: canary' ;;
+	lockdep) echo 'possible circular locking dependency' ;;
+	hung) echo 'INFO: task .* blocked for more than' ;;
+	esac
+}
+# block LOG SCENARIO: the scenario's lines in the console log
+block() { sed -n "/^=== BEGIN $2\r\{0,1\}\$/,/^=== END $2 /p" "$1"; }
+
+# boot N APPEND SCENARIO=EXPECTATION...: one boot; EXPECTATION is "log:KIND,KIND" (each report
+# among the scenario's judged KLOG lines) or "flag:taint" / "flag:debug_locks" (init's check).
+boot() {
+	local n=$1 app=$2 dir=$work/vm-canaries-$1 out sc want line body k missing
+	shift 2
+	local names=()
+	for a in "$@"; do names+=("${a%%=*}"); done
+	out=$(NVPM_VM_APPEND="$app" "$here/../vm/run-vm.sh" "$kbuild" "$initrd" "$dir" "${names[@]}" 2>&1)
+	for sc in boot kmemleak; do
+		if grep -q "^PASS $sc$" <<<"$out"; then echo "PASS canary:$n:$sc"
+		else echo "FAIL canary:$n:$sc: $(grep -m1 "^FAIL $sc" <<<"$out" || echo 'no result')"; failed=1; fi
+	done
+	for a in "$@"; do
+		sc=${a%%=*} want=${a#*=}
+		line=$(grep -m1 -E "^(PASS|FAIL) $sc( |$)" <<<"$out")
+		body=$(block "$dir/console.log" "$sc")
+		missing=()
+		case $want in
+		log:*)
+			for k in ${want#log:}; do
+				grep -qE "^KLOG: .*$(signature "$k")" <<<"$body" || missing+=("$k")
+			done
+			;;
+		flag:taint) grep -q '^not ok - the kernel was tainted' <<<"$body" || missing+=("the taint check") ;;
+		flag:debug_locks) grep -q '^not ok - lockdep switched itself off' <<<"$body" || missing+=("the debug_locks check") ;;
+		esac
+		if [[ $line == FAIL* ]] && [ ${#missing[@]} = 0 ]; then
+			echo "PASS canary:${sc#canary-}: failed its host (${want//,/ })"
+		elif [[ $line == FAIL* ]]; then
+			echo "FAIL canary:${sc#canary-}: failed, but not for what was planted: no ${missing[*]} among its judged lines"
+			failed=1
+		else
+			echo "FAIL canary:${sc#canary-}: ${line:-no result}: the planted ${want#*:} passed unseen"
+			failed=1
+		fi
+	done
+}
+all="kasan,warn,ubsan,list,violation"
+boot 1 "$append" canary-discarded-kasan=flag:taint canary-discarded-warn=flag:taint \
+	canary-drained-ubsan=log:ubsan canary-drained-list=log:list canary-drained-violation=log:violation \
+	canary-drained-hung=log:hung canary-discarded-lockdep=flag:debug_locks
+boot 2 "$append nvpm.canary=$all" 30-sweep="log:${all//,/ }" canary-drained-kasan=log:kasan \
+	canary-drained-warn=log:warn canary-drained-lockdep=log:lockdep
+boot 3 "$append nvpm.canary=$all,lockdep nvpm.stress_iters=100" 29-stress="log:${all//,/ } lockdep"
+exit $failed
