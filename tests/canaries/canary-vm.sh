@@ -64,11 +64,13 @@ boot() {
 		fi
 	done
 }
-all="kasan,warn,ubsan,list,violation"
-boot 1 "$append" canary-discarded-kasan=flag:taint canary-discarded-warn=flag:taint \
-	canary-drained-ubsan=log:ubsan canary-drained-list=log:list canary-drained-violation=log:violation \
-	canary-drained-hung=log:hung canary-discarded-lockdep=flag:debug_locks
-boot 2 "$append nvpm.canary=$all" 30-sweep="log:${all//,/ }" canary-drained-kasan=log:kasan \
-	canary-drained-warn=log:warn canary-drained-lockdep=log:lockdep
-boot 3 "$append nvpm.canary=$all,lockdep nvpm.stress_iters=100" 29-stress="log:${all//,/ } lockdep"
+# A KASAN report switches lockdep off for the rest of the boot (its taint is "lockdep now
+# unreliable"): in each boot lockdep's canary comes before any KASAN one.
+all="warn,ubsan,list,violation,kasan"
+boot 1 "$append" canary-discarded-warn=flag:taint canary-drained-ubsan=log:ubsan \
+	canary-drained-list=log:list canary-drained-violation=log:violation canary-drained-hung=log:hung \
+	canary-discarded-lockdep=flag:debug_locks canary-discarded-kasan=flag:taint
+boot 2 "$append nvpm.canary=$all" canary-drained-lockdep=log:lockdep 30-sweep="log:${all//,/ }" \
+	canary-drained-warn=log:warn canary-drained-kasan=log:kasan
+boot 3 "$append nvpm.canary=lockdep,$all nvpm.stress_iters=100" 29-stress="log:lockdep ${all//,/ }"
 exit $failed

@@ -15,7 +15,7 @@ FAILED=0
 # shellcheck disable=SC2034 # used by the scenarios
 KERNEL_REPORTS='BUG:|WARNING:|KASAN|kmemleak:|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|INFO: task .* blocked|Oops|general protection|FAKE-VIOLATION|Kernel panic|sleeping function called from invalid context|UBSAN|list_add corruption|refcount_t:'
 # Boot-time notices that KERNEL_REPORTS' words match but that report nothing.
-KERNEL_NOTICES='RCU lockdep checking is enabled|kmemleak: Kernel memory leak detector initialized|kmemleak: Automatic memory scanning thread started'
+KERNEL_NOTICES='[Cc]ommand line: |RCU lockdep checking is enabled|kmemleak: Kernel memory leak detector initialized|kmemleak: Automatic memory scanning thread started'
 
 # The emulated world of this boot (tests/README.md, "The matrix").
 NV_GEN=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.nvidia=//p')
