@@ -37,17 +37,29 @@ result() { # result PASS|FAIL name [detail]
 }
 
 # collect PREFIX COMMAND...: turn a test script's "PASS name" / "FAIL name: detail" lines into
-# results named PREFIX+name; other lines pass through.
+# results named PREFIX+name; other lines pass through. A command that exits non-zero without
+# a FAIL line (a crash, an early exit) is a FAIL of its own, and so is one that gave no result.
 collect() {
-	local prefix=$1 verdict name rest
+	local prefix=$1 verdict name rest fd pid rc fails=0 results=0
 	shift
-	while read -r verdict name rest; do
+	exec {fd}< <("$@")
+	pid=$!
+	while read -r verdict name rest <&"$fd"; do
 		case $verdict in
 		PASS) result PASS "$prefix${name%:}" ;;
-		FAIL) result FAIL "$prefix${name%:}" "$rest" ;;
-		*) echo "$verdict $name $rest" ;;
+		FAIL) result FAIL "$prefix${name%:}" "$rest"; fails=$((fails + 1)) ;;
+		*) echo "$verdict $name $rest"; continue ;;
 		esac
-	done < <("$@")
+		results=$((results + 1))
+	done
+	exec {fd}<&-
+	wait "$pid"
+	rc=$?
+	if [ "$rc" != 0 ] && [ $fails = 0 ]; then
+		result FAIL "${prefix}${1##*/}" "exited $rc without a FAIL line: $*"
+	elif [ $results = 0 ]; then
+		result FAIL "${prefix}${1##*/}" "gave no result: $*"
+	fi
 }
 
 . "$here/kernel/env.sh"
@@ -81,7 +93,11 @@ if [ "$mode" = bench ]; then
 	[ $build_ok = 1 ] || die "the build failed, see $logs"
 	NVPM_GPU_MIB=${NVPM_BENCH_GPU_MIB:-1024} NVPM_VM_TIMEOUT=${NVPM_BENCH_TIMEOUT:-5400} \
 		NVPM_VM_APPEND="nvpm.nvidia=r580 nvpm.ibcore=24.x nvpm.cost_pct=${NVPM_BENCH_COST_PCT:-10000}" \
-		"$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$work/vm-bench" bench-vm
+		"$top/tests/vm/run-vm.sh" "$kbuild" "$initrd" "$work/vm-bench" bench-vm | tee "$work/bench-vm.out"
+	# A boot that failed (a "not ok", a kernel report, a crash) leaves the figures and the docs alone.
+	if [ "${PIPESTATUS[0]}" != 0 ] || grep -q '^FAIL' "$work/bench-vm.out" || ! grep -q '^PASS bench-vm$' "$work/bench-vm.out"; then
+		die "the bench VM failed (see $work/vm-bench/console.log): Documentation/ left as it was"
+	fi
 	exec python3 "$top/tests/bench/report.py" "$work/vm-bench/console.log" \
 		"$top/Documentation/perf" "$top/Documentation/performance.md"
 fi

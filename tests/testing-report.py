@@ -13,6 +13,7 @@ whose scenario ran in none of the logs is left as it is.
 """
 import os
 import re
+import subprocess
 import sys
 import time
 
@@ -22,9 +23,18 @@ import report as sweep_report  # noqa: E402
 READY = re.compile(r"VM-READY kernel (\S+) nvidia (\S+) ib_core (\S+)")
 
 
-def block(text, name):
+def judged(path, name):
+    """The judge's verdict on a scenario (vm/parse-log.py: exit code, "not ok" lines, kernel
+    reports, hazards), not the scenario's exit code alone."""
+    judge = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vm", "parse-log.py")
+    out = subprocess.run([sys.executable, judge, path, name], capture_output=True, text=True).stdout
+    return re.search(r"^PASS %s$" % re.escape(name), out, re.M) is not None
+
+
+def block(text, name, path):
+    """The scenario's lines and 0 when the judge passed it (1 otherwise)."""
     m = re.search(r"^=== BEGIN %s\r?$(.*?)^=== END %s rc=(\d+)" % (name, name), text, re.M | re.S)
-    return (m.group(1), int(m.group(2))) if m else (None, None)
+    return (m.group(1), 0 if judged(path, name) else 1) if m else (None, None)
 
 
 def stress_rows(body):
@@ -80,17 +90,17 @@ def main():
         text = open(path, errors="replace").read()
         ready = READY.search(text)
         world = "kernel %s, nvidia %s x ib_core %s" % ready.groups() if ready else path
-        body, rc = block(text, "29-stress")
+        body, rc = block(text, "29-stress", path)
         if body is not None:
             stress.append((world, rc, stress_rows(body)))
-        body, rc = block(text, "soak-vm")
+        body, rc = block(text, "soak-vm", path)
         if body is not None:
             line = [l.strip() for l in body.splitlines() if l.startswith("soak: ")]
             soak.append((world, rc, line[0] if line else "soak: did not finish"))
-        body, rc = block(text, "30-sweep")
+        body, rc = block(text, "30-sweep", path)
         if body is not None:
             swept.append((world, rc, path))
-        body, rc = block(text, "28-bad-inputs")
+        body, rc = block(text, "28-bad-inputs", path)
         if body is not None:
             table = [l for l in body.splitlines() if l.startswith("| ")]
             summary = [l for l in body.splitlines() if l.startswith("bad inputs:")]
