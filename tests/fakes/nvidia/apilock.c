@@ -96,8 +96,17 @@ int fnv_api_lock(const char *op, const char *fmt, ...)
 		mutex_lock(&fnv_lock);
 		fnv_stats.reentry_refused++;
 		mutex_unlock(&fnv_lock);
-		pr_warn("%s: refused with -EIO: this thread holds the API lock (called from inside a free callback)\n",
-			op);
+		/*
+		 * RM refuses the recursion; nv_p2p_put_pages() then WARNs on any status but OK
+		 * and OBJECT_NOT_FOUND (nv-p2p.c 515-595: WARN_ON(status != NV_OK)), which
+		 * panics a machine booted with panic_on_warn. The other calls just fail.
+		 */
+		if (!strcmp(op, "put_pages") || !strcmp(op, "put_pages_persistent"))
+			fnv_violation("%s: called from inside a free callback: the real driver WARNs (and returns an error)\n",
+				      op);
+		else
+			pr_warn("%s: refused with -EIO: this thread holds the API lock (called from inside a free callback)\n",
+				op);
 		return -EIO;
 	}
 

@@ -133,6 +133,7 @@ enum fnv_death {
 	FNV_DIED_CALLBACK,		/* driver freed it after the callback */
 	FNV_DIED_PUT,			/* put_pages / put_pages_persistent */
 	FNV_DIED_CLIENT_FREE,		/* r470: nvidia_p2p_free_page_table */
+	FNV_DIED_FAILED_GET,		/* freed by the get_pages that failed */
 };
 
 struct fnv_tomb {
@@ -236,6 +237,7 @@ struct fnv_table *fnv_table_create(struct fnv_buffer *buf, u64 va, u64 len);
 void fnv_table_pin(struct fnv_table *t, struct fnv_buffer *buf);
 void fnv_table_unpin(struct fnv_table *t);
 void fnv_table_free(struct fnv_table *t, enum fnv_death how);
+void fnv_table_dangle(struct nvidia_p2p_page_table **page_table, u64 va, u64 len);
 enum fnv_pt_state fnv_table_resolve(const struct nvidia_p2p_page_table *pt,
 				    u64 since, struct fnv_table **t,
 				    const struct fnv_tomb **tomb);
@@ -287,6 +289,9 @@ int fnv_inject_command(int argc, char **argv);
 
 /* canary.c: planted kernel reports, for the harness's own test */
 int fnv_canary_command(int argc, char **argv);
+
+/* p2p.c: an injected get_pages error, with the table it leaves dangling */
+int fnv_get_pages_injected(struct nvidia_p2p_page_table **page_table, u64 va, u64 len, int err);
 void fnv_inject_take(enum fnv_op op, struct fnv_fault_req *req);
 void fnv_inject_stall_locked(enum fnv_op op, const struct fnv_fault_req *req);
 unsigned long fnv_inject_count(void);

@@ -48,6 +48,7 @@ int fnv_p2p_get_pages(enum fnv_op op, u64 va, u64 len,
 	const char *name = fnv_op_names[op];
 	struct fnv_buffer *buf;
 	struct fnv_table *t;
+	bool aligned;
 	int ret;
 
 	might_sleep();
@@ -56,14 +57,18 @@ int fnv_p2p_get_pages(enum fnv_op op, u64 va, u64 len,
 			      name);
 		return -EINVAL;
 	}
-	*page_table = NULL;
-	/* nv-p2p.c (560+) and RM's _rmP2PGetPages (515+): 64 KiB aligned. */
-	if (!len || !IS_ALIGNED(va, FNV_PAGE_SIZE) ||
-	    !IS_ALIGNED(len, FNV_PAGE_SIZE) || va + len < va) {
+	aligned = len && IS_ALIGNED(va, FNV_PAGE_SIZE) && IS_ALIGNED(len, FNV_PAGE_SIZE) &&
+		  va + len >= va;
+#if FNV_GEN >= 580
+	/* nv-p2p.c (560+): 64 KiB aligned, checked before *page_table is written. */
+	if (!aligned) {
 		pr_info("%s: va=0x%llx len=0x%llx is not a 64 KiB aligned range\n",
 			name, va, len);
 		return -EINVAL;
 	}
+#endif
+	/* nv-p2p.c writes NULL, then its table: from here a failure leaves it dangling. */
+	*page_table = NULL;
 
 	ret = fnv_api_lock(name, "%s va=0x%llx len=0x%llx", name, va, len);
 	if (ret)
@@ -71,25 +76,32 @@ int fnv_p2p_get_pages(enum fnv_op op, u64 va, u64 len,
 	fnv_inject_stall_locked(op, fault);
 
 	mutex_lock(&fnv_lock);
+	/* RM's _rmP2PGetPages (515+) checks the alignment too. */
+	if (!aligned) {
+		pr_info("%s: va=0x%llx len=0x%llx is not a 64 KiB aligned range\n",
+			name, va, len);
+		ret = -EINVAL;
+		goto dangle;
+	}
 	buf = fnv_buffer_find_range(va, len);
 	if (!buf) {
 		pr_info("%s: va=0x%llx len=0x%llx is not inside one live buffer\n",
 			name, va, len);
 		ret = -EINVAL;
-		goto unlock;
+		goto dangle;
 	}
 	if (buf->owner != current->tgid) {
 		pr_info("%s: va=0x%llx belongs to process %d, the calling process %d finds nothing\n",
 			name, va, buf->owner, current->tgid);
 		ret = -EINVAL;
-		goto unlock;
+		goto dangle;
 	}
 	/* nv-p2p.h: persistent pins are not supported on MIG or vGPU. */
 	if (persistent && READ_ONCE(fnv_mig)) {
 		pr_info("%s: va=0x%llx: persistent pins are not supported on MIG/vGPU (mig=1)\n",
 			name, va);
 		ret = -ENOTSUPP;
-		goto unlock;
+		goto dangle;
 	}
 
 	t = fnv_table_create(buf, va, len);
@@ -108,11 +120,29 @@ int fnv_p2p_get_pages(enum fnv_op op, u64 va, u64 len,
 		t->pt.version = FNV_BAD_TABLE_VERSION;
 	fnv_table_pin(t, buf);
 	*page_table = &t->pt;
+	goto unlock;
+dangle:
+	fnv_table_dangle(page_table, va, len);
 unlock:
 	mutex_unlock(&fnv_lock);
 	fnv_cost_charge(FNV_CALL_PIN, ret ? 0 : len / FNV_PAGE_SIZE);
 	fnv_api_unlock();
 	return ret;
+}
+
+/*
+ * An injected error of get_pages stands for RM's (BAR1 exhausted, a bad handle...), which
+ * comes after nv-p2p.c allocated the table: the caller's pointer is left at the freed table.
+ */
+int fnv_get_pages_injected(struct nvidia_p2p_page_table **page_table, u64 va, u64 len, int err)
+{
+	if (page_table) {
+		*page_table = NULL;
+		mutex_lock(&fnv_lock);
+		fnv_table_dangle(page_table, va, len);
+		mutex_unlock(&fnv_lock);
+	}
+	return err;
 }
 
 static int fnv_get_pages_call(u64 p2p_token, u32 va_space, u64 virtual_address,
@@ -126,7 +156,7 @@ static int fnv_get_pages_call(u64 p2p_token, u32 va_space, u64 virtual_address,
 	might_sleep();
 	fnv_inject_take(FNV_OP_GET_PAGES, &fault);
 	if (fault.kind == FNV_FAULT_ERRNO)
-		return fault.err;
+		return fnv_get_pages_injected(page_table, virtual_address, length, fault.err);
 
 #if FNV_GEN >= 535
 	if (!free_callback) {

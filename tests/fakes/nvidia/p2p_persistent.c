@@ -36,7 +36,7 @@ static int fnv_get_pages_persistent_call(u64 virtual_address, u64 length,
 	might_sleep();
 	fnv_inject_take(FNV_OP_GET_PAGES_PERSISTENT, &fault);
 	if (fault.kind == FNV_FAULT_ERRNO)
-		return fault.err;
+		return fnv_get_pages_injected(page_table, virtual_address, length, fault.err);
 
 #if FNV_GEN >= 580
 	if (flags & NVIDIA_P2P_FLAGS_FORCE_BAR1_MAPPING) {

@@ -102,6 +102,28 @@ static void fnv_tomb_add(const struct fnv_table *t, enum fnv_death how)
 					      node));
 }
 
+/*
+ * A get_pages that fails after the real driver allocated its table (nv-p2p.c 515-595:
+ * *page_table = &mem_info->page_table, then nv_p2p_free_page_table() on the failed path, the
+ * caller's pointer left as it is) hands back freed memory: a table freed at once, with a tomb,
+ * so that reading it is KASAN's use-after-free and passing it back a FAKE-VIOLATION.
+ * fnv_lock held.
+ */
+void fnv_table_dangle(struct nvidia_p2p_page_table **page_table, u64 va, u64 len)
+{
+	struct fnv_table *t;
+
+	lockdep_assert_held(&fnv_lock);
+	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	if (!t)
+		return;	/* *page_table stays NULL, as when the driver's own allocation fails */
+	t->va = va;
+	t->len = len;
+	fnv_tomb_add(t, FNV_DIED_FAILED_GET);
+	*page_table = &t->pt;
+	kfree(t);
+}
+
 /* ---- DMA mappings ---- */
 
 struct fnv_mapping *fnv_mapping_lookup(const struct nvidia_p2p_dma_mapping *m)
@@ -306,12 +328,14 @@ static const char *const fnv_death_during[] = {
 	[FNV_DIED_CALLBACK] = "freed by its free callback",
 	[FNV_DIED_PUT] = "put by another thread",
 	[FNV_DIED_CLIENT_FREE] = "freed with nvidia_p2p_free_page_table",
+	[FNV_DIED_FAILED_GET] = "freed by the get_pages that failed",
 };
 
 static const char *const fnv_death_before[] = {
 	[FNV_DIED_CALLBACK] = "its free callback returned",
 	[FNV_DIED_PUT] = "it was put",
 	[FNV_DIED_CLIENT_FREE] = "it was freed with nvidia_p2p_free_page_table",
+	[FNV_DIED_FAILED_GET] = "the get_pages that returned it failed (and freed it)",
 };
 
 /*
