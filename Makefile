@@ -132,7 +132,7 @@ racetest:
 		13-free-races 17-free-at-every-step 18-driver-hazard 19-worker-teardown
 
 # The in-kernel races at full length: scenario 29 with NVPM_STRESS_ITERS iterations per race
-# (make check runs 5000) in NVPM_STRESS_WORLDS of the newest kernel: by default its newest and
+# (make check runs 2000) in NVPM_STRESS_WORLDS of the newest kernel: by default its newest and
 # oldest world, booted side by side (hours on 2 cores: one world at a time also works).
 NVPM_STRESS_ITERS ?= 100000
 NVPM_STRESS_WORLDS ?= r580:24.x r470:4.9

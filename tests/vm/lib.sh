@@ -14,7 +14,8 @@ FAILED=0
 # the scenarios that drain the kernel log themselves hand back to the harness. One line, ERE.
 # shellcheck disable=SC2034 # used by the scenarios
 KERNEL_REPORTS='BUG:|WARNING:|KASAN|kmemleak:|possible circular locking|possible recursive locking|inconsistent lock state|lockdep|INFO: task .* blocked|Oops|general protection|FAKE-VIOLATION|Kernel panic|sleeping function called from invalid context|UBSAN|list_add corruption|refcount_t:'
-# Boot-time notices that KERNEL_REPORTS' words match but that report nothing.
+# Boot-time notices that KERNEL_REPORTS' words match but that report nothing (parse-log.py).
+# shellcheck disable=SC2034 # read by parse-log.py
 KERNEL_NOTICES='[Cc]ommand line: |RCU lockdep checking is enabled|kmemleak: Kernel memory leak detector initialized|kmemleak: Automatic memory scanning thread started'
 
 # The emulated world of this boot (tests/README.md, "The matrix").
@@ -174,8 +175,9 @@ CANARY=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.canary=//p')
 plant_canary() {
 	[ -n "$CANARY" ] || return 0
 	for k in $(echo "$CANARY" | tr , ' '); do
-		[ ! -e "/tmp/canary.$k" ] || continue
-		: >"/tmp/canary.$k"
+		# shellcheck disable=SC2154 # $s: the scenario's name, set by vm/init
+		[ ! -e "/tmp/canary-$s.$k" ] || continue
+		: >"/tmp/canary-$s.$k"
 		echo "canary: planting $k"
 		ctl_nv "canary $k"
 		return 0
