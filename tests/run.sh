@@ -422,7 +422,7 @@ for KLINE in $klines; do
 	[ "$rc" = 0 ] || [ "$failed" != "$before_f" ] || result FAIL "$KLINE" "the $KLINE kernel line stopped (exit $rc)"
 	kernel_lines+=("kernel $(cat "$lines_dir/$KLINE.krel" 2>/dev/null || echo "$KLINE"): $((passed - before_p)) passed, $((failed - before_f)) failed")
 done
-[ ! -f "$lines_dir/host.out" ] || collect "" cat "$lines_dir/host.out"
+[ ! -s "$lines_dir/host.out" ] || collect "" cat "$lines_dir/host.out"
 
 # nv_peer_mem doctor against the fake sysfs/proc trees of tests/doctor/cases (no kernel needed).
 if [ "$mode" != vm ] && [ "$mode" != stock ]; then
