@@ -13,26 +13,18 @@ import sys
 from pathlib import Path
 
 
-def kernel_reports() -> "re.Pattern[str]":
-    """lib.sh's KERNEL_REPORTS: the one list of what counts as a kernel report."""
+def lib_pattern(name: str) -> "re.Pattern[str]":
+    """A NAME='...' pattern of lib.sh: KERNEL_REPORTS, the one list of what counts as a
+    kernel report, or KERNEL_NOTICES, boot notices that its words match."""
     lib = (Path(__file__).parent / "lib.sh").read_text()
-    m = re.search(r"^KERNEL_REPORTS='([^']+)'$", lib, re.M)
+    m = re.search(r"^%s='([^']+)'$" % name, lib, re.M)
     if not m:
-        sys.exit("parse-log.py: no KERNEL_REPORTS='...' line in lib.sh")
+        sys.exit("parse-log.py: no %s='...' line in lib.sh" % name)
     return re.compile(m.group(1))
 
 
-def kernel_notices() -> "re.Pattern[str]":
-    """lib.sh's KERNEL_NOTICES: boot notices that KERNEL_REPORTS' words match."""
-    lib = (Path(__file__).parent / "lib.sh").read_text()
-    m = re.search(r"^KERNEL_NOTICES='([^']+)'$", lib, re.M)
-    if not m:
-        sys.exit("parse-log.py: no KERNEL_NOTICES='...' line in lib.sh")
-    return re.compile(m.group(1))
-
-
-BAD = kernel_reports()
-NOTICE = kernel_notices()
+BAD = lib_pattern("KERNEL_REPORTS")
+NOTICE = lib_pattern("KERNEL_NOTICES")
 
 
 def main() -> int:
