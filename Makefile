@@ -4,6 +4,9 @@
 #   make [KDIR=...] [OFA_KERNEL=...] [NV_SYMVERS=...]   build nv_peer_mem.ko for a kernel tree
 #   make demo                                          build, boot the emulated world, show it working
 #   make check                                         every test; ends with "N passed, N failed"
+#   make fullcheck                                     the same in every world on both kernel lines,
+#                                                      the stress at 2000 per race (longer than make
+#                                                      check's time budget)
 #   make vmtest                                        only the VM scenarios
 #   make stocktest                                     only the stock world: the packages on Debian 13's
 #                                                      own kernel, DKMS, systemd (tests/stock/)
@@ -40,7 +43,7 @@ SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
 
-.PHONY: all modules preflight prerequisites clean install install-service install-dkms-source uninstall check stocktest vmtest racetest stress soak demo bench test-kernel
+.PHONY: all modules preflight prerequisites clean install install-service install-dkms-source uninstall check fullcheck stocktest vmtest racetest stress soak demo bench test-kernel
 
 all: modules
 
@@ -116,6 +119,11 @@ uninstall:
 check:
 	tests/run.sh all
 
+# make check in every world of the matrix on both kernel lines (tests/run.sh matrix_for), the
+# doctor's and the packaged service's boots on both, and the in-kernel stress at 2000 per race.
+fullcheck:
+	NVPM_FULL=1 NVPM_VM_EXTRA_APPEND="nvpm.stress_iters=2000" tests/run.sh all
+
 # Only the stock world (part of make check): the packages on Debian 13's own 7.x kernel.
 stocktest:
 	tests/run.sh stock
@@ -132,7 +140,7 @@ racetest:
 		13-free-races 17-free-at-every-step 18-driver-hazard 19-worker-teardown
 
 # The in-kernel races at full length: scenario 29 with NVPM_STRESS_ITERS iterations per race
-# (make check runs 2000) in NVPM_STRESS_WORLDS of the newest kernel: by default its newest and
+# (make check runs 500) in NVPM_STRESS_WORLDS of the newest kernel: by default its newest and
 # oldest world, booted side by side (hours on 2 cores: one world at a time also works).
 NVPM_STRESS_ITERS ?= 100000
 NVPM_STRESS_WORLDS ?= r580:24.x r470:4.9

@@ -17,14 +17,21 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 passed=0 failed=0 failures=() kernel_lines=()
 
-# The worlds each kernel line runs the whole VM suite in: every combination real systems pair
-# on the newest kernel, the newest and the oldest on the LTS line (time budget: tests/README.md).
+# The worlds each kernel line runs the whole VM suite in (time budget: tests/README.md). make
+# check: on the newest kernel the newest, R515 (its own persistent pages and put_pages) and the
+# oldest driver; R535 boots there for the fault-injection sweep only; on the LTS line the newest
+# (MLNX_OFED 4.9 supports no 6.x kernel). make fullcheck (NVPM_FULL=1): every world real
+# systems pair on the newest kernel, the newest and the oldest on the LTS line.
 matrix_for() {
-	case $1 in
-	7) echo "${NVPM_MATRIX_7:-r580:24.x r535:5.x r515:5.x r470:4.9}" ;;
+	case $1:${NVPM_FULL:-0} in
+	7:0) echo "${NVPM_MATRIX_7:-r580:24.x r515:5.x r470:4.9}" ;;
+	7:*) echo "${NVPM_MATRIX_7:-r580:24.x r535:5.x r515:5.x r470:4.9}" ;;
+	*:0) echo "${NVPM_MATRIX_6_12:-r580:24.x}" ;;
 	*) echo "${NVPM_MATRIX_6_12:-r580:24.x r470:4.9}" ;;
 	esac
 }
+# The sweep's world: R535 x 5.x, NVIDIA's persistent-pages API (so every call site is reached).
+sweep_world=${NVPM_SWEEP_WORLD:-r535:5.x}
 result() { # result PASS|FAIL name [detail]
 	if [ "$1" = PASS ]; then
 		passed=$((passed + 1))
@@ -182,21 +189,22 @@ kernel_line() {
 		named=$#
 		worlds=$(matrix_for "$KLINE")
 		first_world=${worlds%% *} last_world=${worlds##* }
-		second_world=$(echo "$worlds" | awk '{ print ($2 != "" ? $2 : $1) }')
 		# runs_here SCENARIO WORLD: where the costly scenarios run (time budget:
 		# tests/README.md); named on the command line, every scenario runs in every world.
-		# - the doctor (24, its own boot): the line's first world, and the first whose core
-		#   has memory_peers (5.x): the two answers it gives about NCCL;
+		# - the doctor (24, its own boot): on the first line (every line in make fullcheck), its
+		#   first world and the first whose core has memory_peers (5.x): the two answers it
+		#   gives about NCCL;
 		# - the bad-input table (28): the first line's last world (oldest driver and core), the
 		#   other lines' first (newest);
 		# - the in-kernel stress (29): the first line's first world (make stress: long, in two);
-		# - the fault-injection sweep (30): the first line's second world (R535 x 5.x: NVIDIA's
-		#   persistent-pages API, so every call site is reached).
+		# - the fault-injection sweep (30): the first line, in $sweep_world (booted for it alone
+		#   where the matrix has no such world).
 		doctor_5x=
 		runs_here() {
 			[ "$named" = 0 ] || return 0
 			case $1 in
 			*-doctor)
+				[ "$first_line" = 1 ] || [ "${NVPM_FULL:-0}" != 0 ] || return 1
 				[ "$2" = "$first_world" ] && return 0
 				if [ "${2#*:}" = 5.x ] && [ -z "$doctor_5x" ]; then doctor_5x=1; return 0; fi
 				return 1
@@ -205,14 +213,19 @@ kernel_line() {
 				if [ "$first_line" = 1 ]; then [ "$2" = "$last_world" ]; else [ "$2" = "$first_world" ]; fi
 				;;
 			*-stress) [ "$first_line" = 1 ] && [ "$2" = "$first_world" ] ;;
-			*-sweep) [ "$first_line" = 1 ] && [ "$2" = "$second_world" ] ;;
+			*-sweep) [ "$first_line" = 1 ] && [ "$2" = "$sweep_world" ] ;;
 			*) return 0 ;;
 			esac
 		}
 		# NVPM_VM_REPEAT boots each world that many times (make racetest).
-		local pass world rep tag dir append these doctor sc
+		local pass pass_worlds world rep tag dir append these doctor sc
 		for pass in alone worlds; do
-			for world in $worlds; do
+			pass_worlds=$worlds
+			if [ $pass = alone ] && [ "$named" = 0 ] && [ "$first_line" = 1 ] &&
+				! grep -qwF -- "$sweep_world" <<<"$worlds"; then
+				pass_worlds="$worlds $sweep_world"
+			fi
+			for world in $pass_worlds; do
 				for ((rep = 1; rep <= ${NVPM_VM_REPEAT:-1}; rep++)); do
 					tag=$world dir=$work/vm-${world/:/-}
 					[ "${NVPM_VM_REPEAT:-1}" = 1 ] || tag=$world:run$rep dir=$dir-run$rep
@@ -240,13 +253,16 @@ kernel_line() {
 				"nvpm.nvidia=r580 nvpm.ibcore=24.x"
 		fi
 	fi
-	# While the last boots run: DKMS and the packaged service (one more boot), the build checks.
+	# While the last boots run: DKMS and the packaged service (one more boot, on the first line;
+	# on every line in make fullcheck), the build checks.
 	if [ "$mode" = all ] && [ $build_ok = 1 ]; then
 		if [ -n "$dkms_deb" ] && [ -n "$service_deb" ]; then
 			collect "" "$here/packaging/dkms.sh" "$dkms_deb" "$kbuild" "$work/dkms" \
 				"$build_dir/ib_core/Module.symvers" "$build_dir/nvidia/Module.symvers"
 			dkms_ko=$work/dkms/lib-modules/$krel/updates/dkms/nv_peer_mem.ko
-			if [ -f "$dkms_ko" ]; then
+			if [ "$first_line" = 0 ] && [ "${NVPM_FULL:-0}" = 0 ]; then
+				: # the service's boot runs on the first line
+			elif [ -f "$dkms_ko" ]; then
 				start_job "$krel:service:" "$here/packaging/service-vm.sh" "$kbuild" "$work" \
 					"$service_deb" "$dkms_ko" "$build_dir"
 			else result FAIL "$krel:service" "no module built by DKMS"; fi

@@ -3,10 +3,10 @@
 # deregistration, deregistration on a worker and overlapping registrations, each against
 # cudaFree at a random moment; concurrent registrations on both NICs; and rmmod nv_peer_mem
 # attempts against all of that. NVPM_STRESS_ITERS iterations per race (kernel command line
-# nvpm.stress_iters=, default 2000; make stress: 100000). Afterwards nothing may be left:
+# nvpm.stress_iters=, default 500; make fullcheck: 2000; make stress: 100000). Afterwards nothing may be left:
 # pins, mappings, contexts, module references, MRs, the module's gauges; and no kernel report.
 ITERS=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.stress_iters=//p')
-: "${ITERS:=2000}"
+: "${ITERS:=500}"
 CHUNK=500
 : >/tmp/stress.bad
 : >/tmp/stress.tail
