@@ -48,10 +48,10 @@ static const char *const stress_names[SR_NR] = {
 };
 
 /* Outcome kinds, counted per run. */
-enum { SO_REG_OK, SO_REG_EFAULT, SO_REG_OTHER, SO_SETUP_FAILED, SO_FREE_OK,
+enum { SO_REG_OK, SO_REG_EFAULT, SO_REG_EINVAL, SO_SETUP_FAILED, SO_FREE_OK,
 	SO_DEREG_OK, SO_DEREG_GONE, SO_UNEXPECTED, SO_NR };
 static const char *const stress_outcomes[SO_NR] = {
-	"reg_ok", "reg_efault", "reg_other_errno", "setup_reg_failed", "free_ok",
+	"reg_ok", "reg_efault", "reg_einval", "setup_reg_failed", "free_ok",
 	"dereg_ok", "dereg_already_gone", "unexpected",
 };
 
@@ -87,14 +87,24 @@ static void stress_unexpected(struct stress_run *r, const char *what, int ret)
 		pr_err("stress %s: %s returned %d\n", stress_names[r->race], what, ret);
 }
 
+/*
+ * What a registration racing cudaFree (or rmmod) may return: 0; -EFAULT, the
+ * client's answer for memory that is no longer NVIDIA's (freed before acquire,
+ * or during the registration) and the core's when no client is loaded; and on
+ * 4.9 only, -EINVAL, the core's own refusal of pages invalidated before
+ * activation (core_v4.c, as ib_umem_activate_invalidation_notifier()). Any
+ * other errno is unexpected.
+ */
 static void stress_reg_outcome(struct stress_run *r, int ret)
 {
 	if (!ret)
 		atomic_long_inc(&r->outcome[SO_REG_OK]);
 	else if (ret == -EFAULT)
 		atomic_long_inc(&r->outcome[SO_REG_EFAULT]);
+	else if (ret == -EINVAL && fake_v4())
+		atomic_long_inc(&r->outcome[SO_REG_EINVAL]);
 	else
-		atomic_long_inc(&r->outcome[SO_REG_OTHER]);
+		stress_unexpected(r, "reg", ret);
 }
 
 static void stress_free(struct stress_run *r, u64 va)
