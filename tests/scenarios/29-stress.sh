@@ -33,13 +33,14 @@ expect() {
 	check "$race: $1 ${v:-none} $2 $3${4:+ ($4)}" test "${v:-0}" "$2" "$3"
 }
 # What each race must have done, beyond no unexpected outcome: enough registrations made and
-# invalidated that the race was run at all (the fewest seen in 100 000 iterations of r580 x
-# 24.x and r470 x 4.9, Documentation/testing.md, were 15 % and 8 %; the bounds are a twentieth
-# and one), every buffer freed, every MR deregistered once, and the real driver's hazards (a
+# invalidated that the race was run at all (a hundredth of the iterations, one invalidation in
+# dereg-free: where the frees land moves with the machine's load, the fewest seen were 3.6 %
+# invalidations in reg-free under a loaded make check and 1.7 % in dereg-free alone,
+# Documentation/testing.md), every buffer freed, every MR deregistered once, and the real driver's hazards (a
 # table freed during a P2P call, tests/fakes/INTERFACE.md) no more than the free callbacks that
 # came (invalidations, frees during a registration), none where nothing is freed during a call.
 expect_race() {
-	min=$((ITERS / 20))
+	min=$((ITERS / 100 > 0 ? ITERS / 100 : 1))
 	callbacks=$(($(outcome nv_peer_mem.invalidations) + $(outcome nv_peer_mem.err_freed_during_registration)))
 	expect setup_reg_failed -eq 0
 	if [ "$race" = many ]; then expect free_ok -eq $((2 * ITERS)); else expect free_ok -eq "$ITERS"; fi
