@@ -221,9 +221,9 @@ kernel_line() {
 		local pass pass_worlds world rep tag dir append these doctor sc
 		for pass in alone worlds; do
 			pass_worlds=$worlds
-			if [ $pass = alone ] && [ "$named" = 0 ] && [ "$first_line" = 1 ] &&
-				! grep -qwF -- "$sweep_world" <<<"$worlds"; then
-				pass_worlds="$worlds $sweep_world"
+			# The sweep, the longest boot, first.
+			if [ $pass = alone ] && [ "$named" = 0 ] && [ "$first_line" = 1 ]; then
+				pass_worlds="$sweep_world $(tr ' ' '\n' <<<"$worlds" | grep -vxF -- "$sweep_world" | paste -sd ' ')"
 			fi
 			for world in $pass_worlds; do
 				for ((rep = 1; rep <= ${NVPM_VM_REPEAT:-1}; rep++)); do
