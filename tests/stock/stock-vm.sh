@@ -7,6 +7,9 @@
 T=/usr/lib/nvpm-stock
 # A start by hand must not look like the boot's (nv_peer_mem-service's ONBOOT check).
 systemctl is-system-running --wait >/dev/null 2>&1
+# The boot is over before udev has loaded every module its devices want (nvidia and ib_core for
+# the GPUs and NICs): under a loaded make check stock-onboot-no once looked before it had.
+udevadm settle --timeout=180 >/dev/null 2>&1
 echo "VM-READY kernel $(uname -r) init $(cat /proc/1/comm) system $(systemctl is-system-running)"
 for s in $(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.scenarios=//p' | tr ',' ' '); do
 	echo "=== BEGIN $s"
