@@ -200,11 +200,14 @@ kernel_line() {
 		# - the fault-injection sweep (30): the first line, in $sweep_world (booted for it alone
 		#   where the matrix has no such world).
 		doctor_5x=
+		# every_line: the boots make check gives the first line only (the doctor's, the
+		# service's) are this line's too: it is the first, or this is make fullcheck.
+		every_line() { [ "$first_line" = 1 ] || [ "${NVPM_FULL:-0}" != 0 ]; }
 		runs_here() {
 			[ "$named" = 0 ] || return 0
 			case $1 in
 			*-doctor)
-				[ "$first_line" = 1 ] || [ "${NVPM_FULL:-0}" != 0 ] || return 1
+				every_line || return 1
 				[ "$2" = "$first_world" ] && return 0
 				if [ "${2#*:}" = 5.x ] && [ -z "$doctor_5x" ]; then doctor_5x=1; return 0; fi
 				return 1
@@ -260,7 +263,7 @@ kernel_line() {
 			collect "" "$here/packaging/dkms.sh" "$dkms_deb" "$kbuild" "$work/dkms" \
 				"$build_dir/ib_core/Module.symvers" "$build_dir/nvidia/Module.symvers"
 			dkms_ko=$work/dkms/lib-modules/$krel/updates/dkms/nv_peer_mem.ko
-			if [ "$first_line" = 0 ] && [ "${NVPM_FULL:-0}" = 0 ]; then
+			if ! every_line; then
 				: # the service's boot runs on the first line
 			elif [ -f "$dkms_ko" ]; then
 				start_job "$krel:service:" "$here/packaging/service-vm.sh" "$kbuild" "$work" \
