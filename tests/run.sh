@@ -146,6 +146,9 @@ vm_start() { # vm_start OUT COMMAND...: COMMAND in the background once a slot is
 kernel_line() {
 	local first_line=$1
 	shift
+	# every_line: the boots make check gives the first line only (the doctor's, the service's)
+	# are this line's too: it is the first, or this is make fullcheck.
+	every_line() { [ "$first_line" = 1 ] || [ "${NVPM_FULL:-0}" != 0 ]; }
 	. "$here/build-world.sh"
 	krel=$(cat "$kbuild/include/config/kernel.release")
 	echo "$krel" >"$lines_dir/$KLINE.krel"
@@ -200,9 +203,6 @@ kernel_line() {
 		# - the fault-injection sweep (30): the first line, in $sweep_world (booted for it alone
 		#   where the matrix has no such world).
 		doctor_5x=
-		# every_line: the boots make check gives the first line only (the doctor's, the
-		# service's) are this line's too: it is the first, or this is make fullcheck.
-		every_line() { [ "$first_line" = 1 ] || [ "${NVPM_FULL:-0}" != 0 ]; }
 		runs_here() {
 			[ "$named" = 0 ] || return 0
 			case $1 in
