@@ -10,12 +10,13 @@
  */
 #define pr_fmt(fmt) "fake_nvidia: " fmt
 
-#include <linux/delay.h>
+#include <linux/atomic.h>
 #include <linux/err.h>
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
+#include <linux/wait.h>
 
 #include "fake_nvidia.h"
 
@@ -46,6 +47,25 @@ module_param_named(inject_stack, fnv_inject_stack, bool, 0644);
 static DEFINE_SPINLOCK(fnv_inject_lock);
 static struct fnv_inject fnv_injects[FNV_OP_NR];
 static unsigned long fnv_injected;
+
+/*
+ * "inject wake" ends every stall in progress: a test that needs a stall to last until it has
+ * checked something arms a long one and ends it itself, instead of hoping a short one outlasts
+ * its checks on a loaded machine.
+ */
+static DECLARE_WAIT_QUEUE_HEAD(fnv_stall_wq);
+static atomic_t fnv_wake_gen = ATOMIC_INIT(0);
+
+static void fnv_stall(enum fnv_op op, unsigned int ms, const char *how)
+{
+	int gen = atomic_read(&fnv_wake_gen);
+	long left;
+
+	pr_info("%s: injected stall of %u ms%s\n", fnv_op_names[op], ms, how);
+	left = wait_event_timeout(fnv_stall_wq, atomic_read(&fnv_wake_gen) != gen,
+				  msecs_to_jiffies(ms));
+	pr_info("%s: stall over%s\n", fnv_op_names[op], left ? " (woken)" : "");
+}
 
 void fnv_inject_take(enum fnv_op op, struct fnv_fault_req *req)
 {
@@ -85,10 +105,7 @@ void fnv_inject_take(enum fnv_op op, struct fnv_fault_req *req)
 		pr_info("%s: injected bad version\n", fnv_op_names[op]);
 		break;
 	case FNV_FAULT_SLEEP:
-		pr_info("%s: injected stall of %u ms\n", fnv_op_names[op],
-			req->sleep_ms);
-		msleep(req->sleep_ms);
-		pr_info("%s: stall over\n", fnv_op_names[op]);
+		fnv_stall(op, req->sleep_ms, "");
 		break;
 	default:
 		break;
@@ -100,10 +117,7 @@ void fnv_inject_stall_locked(enum fnv_op op, const struct fnv_fault_req *req)
 {
 	if (req->kind != FNV_FAULT_SLEEP_LOCKED)
 		return;
-	pr_info("%s: injected stall of %u ms holding the API lock\n",
-		fnv_op_names[op], req->sleep_ms);
-	msleep(req->sleep_ms);
-	pr_info("%s: stall over\n", fnv_op_names[op]);
+	fnv_stall(op, req->sleep_ms, " holding the API lock");
 }
 
 unsigned long fnv_inject_count(void)
@@ -208,7 +222,7 @@ static int fnv_parse_fault(const char *s, struct fnv_fault_req *req)
 	return 0;
 }
 
-/* ctl: "inject clear" or "inject <op> <what> [count [skip]]" (argv[0] is "inject") */
+/* ctl: "inject clear", "inject wake" or "inject <op> <what> [count [skip]]" (argv[0] is "inject") */
 int fnv_inject_command(int argc, char **argv)
 {
 	struct fnv_fault_req req;
@@ -221,9 +235,14 @@ int fnv_inject_command(int argc, char **argv)
 		spin_unlock(&fnv_inject_lock);
 		return 0;
 	}
+	if (argc == 2 && !strcmp(argv[1], "wake")) {
+		atomic_inc(&fnv_wake_gen);
+		wake_up_all(&fnv_stall_wq);
+		return 0;
+	}
 
 	if (argc < 3 || argc > 5) {
-		pr_err("ctl: usage: inject <op> <errno|pagesize[:TYPE]|version|entries|sleep:MS|sleep_locked:MS> [count [skip]] | inject clear\n");
+		pr_err("ctl: usage: inject <op> <errno|pagesize[:TYPE]|version|entries|sleep:MS|sleep_locked:MS> [count [skip]] | inject clear | inject wake\n");
 		return -EINVAL;
 	}
 
