@@ -8,8 +8,8 @@
 #      completing the headers' Rust build tree by itself (scripts/rust-tree.sh); the five other
 #      install orders run in copies of the root (install-order.sh);
 #   3. kernels installed later, then the driver purged, with apt in the installed root;
-#   4. three boots of the machine from one disk: ONBOOT=yes (the service, doctor, registration
-#      with DMA, invalidation, the free races), ONBOOT=no then apt purge, and the boot after it.
+#   4. two boots of the machine from one disk: ONBOOT=yes (the service, doctor, registration
+#      with DMA, invalidation, the free races), ONBOOT=no then apt purge and what it left.
 # usage: stock-world.sh PACKAGES   (build-packages.sh's OUTDIR, holding deb/)
 # Prints "PASS stock:<check>" / "FAIL stock:<check>: <why>" lines; logs in $NVPM_CACHE/work/stock.
 set -uo pipefail
@@ -212,18 +212,20 @@ size=$(($(du -sm "$root" | cut -f1) + 512))
 disk=$work/disk.img
 mke2fs -q -F -t ext4 -L stock -d "$root" "$disk" "${size}M" >>"$log" 2>&1 || fatal disk "mke2fs failed; see $log"
 
-# --- three boots of the one disk -----------------------------------------------------------
+# --- two boots of the one disk -------------------------------------------------------------
+# A boot's time limit: a systemd boot and apt inside TCG, beside every other boot of make check:
+# 10 minutes and 5 a scenario (boot 2 ran out of run-vm.sh's 8 minutes during apt-get purge
+# under a loaded make check, 2026-11-25). It catches a hang; it is not a speed target.
 boot() { # boot NAME SCENARIO...
 	local name=$1
 	shift
-	NVPM_VM_DISK=$disk NVPM_VM_APPEND="nvpm.nvidia=r580 nvpm.ibcore=24.x" \
+	NVPM_VM_TIMEOUT=$((600 + 300 * $#)) NVPM_VM_DISK=$disk NVPM_VM_APPEND="nvpm.nvidia=r580 nvpm.ibcore=24.x" \
 		"$top/tests/vm/run-vm.sh" "$work/vmlinuz" "$work/initrd.img" "$work/boot-$name" "$@" 2>>"$log" |
 		sed 's/^\(PASS\|FAIL\) /\1 stock:/'
 }
 {
 	boot 1-onboot-yes stock-boot stock-service stock-doctor 03-register-dma 07-invalidate 13-free-races stock-onboot-off
-	boot 2-onboot-no stock-onboot-no stock-purge
-	boot 3-purged stock-purged
+	boot 2-onboot-no stock-onboot-no stock-purge stock-purged
 } >"$work/boots.out" &
 boots=$!
 

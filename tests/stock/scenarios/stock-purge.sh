@@ -1,6 +1,6 @@
 # shellcheck shell=sh
-# apt purge of both packages, offline, on the machine itself; the reboot after it is
-# stock-purged's.
+# apt purge of both packages, offline, on the machine itself; stock-purged then looks for
+# anything left.
 out=$(DEBIAN_FRONTEND=noninteractive apt-get purge -y nvidia-peer-memory nvidia-peer-memory-dkms 2>&1)
 rc=$?
 echo "$out" | tail -n 5 | sed 's/^/  | /'
