@@ -32,6 +32,25 @@ matrix_for() {
 }
 # The sweep's world: R535 x 5.x, NVIDIA's persistent-pages API (so every call site is reached).
 sweep_world=${NVPM_SWEEP_WORLD:-r535:5.x}
+# make check's partial worlds (time budget, tests/README.md). R515 on the newest kernel runs
+# the scenarios whose outcome depends on the driver generation (they read NV_GEN or the
+# persistent API: what R515 does differently is its free path, put_pages and persistent pages),
+# with the plain registration as their base. The LTS line runs those that lean hardest on the
+# kernel's own services (module references, DMA and the IOMMU, workqueues, sysfs and debugfs,
+# allocation failures, locking under races); the module's code is the same on both lines but
+# for one errno (src/compat.rs). make fullcheck runs every scenario in every world.
+generation_scenarios="02-load-unload 03-register-dma 09-persistent 13-free-races 17-free-at-every-step
+	18-driver-hazard 22-page-table-versions 23-counters 25-one-pin 27-exposure"
+kernel_scenarios="02-load-unload 03-register-dma 07-invalidate 10-rmmod-busy 12-alloc-failures
+	13-free-races 16-callback-outlives-release 19-worker-teardown 21-unmaps-sg-leak 23-counters
+	26-coalesced-sg 27-exposure 28-bad-inputs"
+partial_world() { # partial_world LINE WORLD: the scenarios a partial world runs; nothing: all
+	[ "${NVPM_FULL:-0}" = 0 ] || return 0
+	case $1:$2 in
+	7:r515:5.x) echo $generation_scenarios ;;
+	6.12:*) echo $kernel_scenarios ;;
+	esac
+}
 result() { # result PASS|FAIL name [detail]
 	if [ "$1" = PASS ]; then
 		passed=$((passed + 1))
@@ -201,10 +220,16 @@ kernel_line() {
 		#   other lines' first (newest);
 		# - the in-kernel stress (29): the first line's first world (make stress: long, in two);
 		# - the fault-injection sweep (30): the first line, in $sweep_world (booted for it alone
-		#   where the matrix has no such world).
+		#   where the matrix has no such world);
+		# - a partial world (partial_world above) runs its own list.
 		doctor_5x=
 		runs_here() {
 			[ "$named" = 0 ] || return 0
+			local only
+			only=$(partial_world "$KLINE" "$2")
+			case $1 in *-doctor | *-stress | *-sweep) ;; *)
+				[ -z "$only" ] || [[ " $only " == *" $1 "* ]] || return 1 ;;
+			esac
 			case $1 in
 			*-doctor)
 				every_line || return 1
