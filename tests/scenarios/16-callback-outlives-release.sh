@@ -12,12 +12,7 @@ dma_check 1 0x10000 "$GPU_VA + 0x10000"
 check "arm a 30 s stall in free_page_table" ctl_nv "inject free_page_table sleep:30000"
 ctl_nv "free $GPU_VA" &
 freer=$!
-n=0
-until dmesg | grep -q "free_page_table: injected stall"; do
-	n=$((n + 1))
-	[ $n -lt 100 ] || break
-	sleep 0.2
-done
+wait_log "free_page_table: injected stall" 200
 check "the callback is stalled after invalidating" grep -q "id=1 .*invalidated=1" $IBC/regs
 check "deregister while the callback runs" ctl_ib "dereg 1"
 check "ib_core has released the registration" test -z "$(cat $IBC/regs)"
