@@ -37,8 +37,9 @@ this_module() {
 # allocation (mm/kmemleak.c: __create_object, __alloc_object), so with the module's frames on
 # the stack too; when that fails it takes one from its pool, silently. Half the runs failed
 # only that. Frames in those two functions are rejected: fail-nth counts the others.
-kl=$(awk '{ a[NR] = $1; s[NR] = $3 } s[NR] == "__create_object" { c = NR } s[NR] == "__alloc_object" { l = NR }
-	END { if (c && l) { lo = c < l ? c : l; hi = c < l ? l : c; print a[lo], a[hi + 1] } }' /proc/kallsyms)
+# /proc/kallsyms is sorted by address: the range runs from the first of the two to the symbol
+# after the second.
+kl=$(awk 'n == 2 { print lo, $1; exit } $3 == "__create_object" || $3 == "__alloc_object" { if (!n++) lo = $1 }' /proc/kallsyms)
 if [ -n "$kl" ]; then
 	echo "0x${kl% *}" >$FS/reject-start
 	echo "0x${kl#* }" >$FS/reject-end
