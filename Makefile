@@ -135,7 +135,7 @@ vmtest:
 # the oldest world on 7.x, the newest and the oldest on 6.12.
 NVPM_RACE_RUNS ?= 5
 racetest:
-	NVPM_VM_REPEAT=$(NVPM_RACE_RUNS) NVPM_MATRIX_7="r580:24.x r515:5.x r470:4.9" \
+	NVPM_VM_REPEAT=$(NVPM_RACE_RUNS) NVPM_KLINES="7 6.12" NVPM_MATRIX_7="r580:24.x r515:5.x r470:4.9" \
 		NVPM_MATRIX_6_12="r580:24.x r470:4.9" tests/run.sh vm \
 		13-free-races 17-free-at-every-step 18-driver-hazard 19-worker-teardown
 
