@@ -3,7 +3,8 @@
 #
 #   make [KDIR=...] [OFA_KERNEL=...] [NV_SYMVERS=...]   build nv_peer_mem.ko for a kernel tree
 #   make demo                                          build, boot the emulated world, show it working
-#   make check                                         every test; ends with "N passed, N failed"
+#   make check                                         every test on the newest kernel line and the
+#                                                      stock kernel; ends with "N passed, N failed"
 #   make fullcheck                                     the same in every world on both kernel lines,
 #                                                      the stress at 2000 per race (longer than make
 #                                                      check's time budget)
