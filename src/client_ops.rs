@@ -45,6 +45,21 @@ fn refuse(kind: ClientKind, client_context: *mut c_void, op: &str) {
     count(kind, Counter::ErrRefusedContext);
 }
 
+/// The context handed to ib_core for a buffer this module claimed without the memory to track
+/// it (ids count up from 1 and never reach it; NULL stays an unknown context): `get_pages`
+/// fails it with ENOMEM and `release` has nothing to give back. Declining instead would let ib_core ask the next
+/// client, and nv_mem_nc would pin an MR's GPU memory persistently: a registration that
+/// cudaFree never invalidates (Documentation/design.md, "Out of memory in acquire").
+const NO_MEMORY: usize = usize::MAX;
+
+/// Claims the buffer with [`NO_MEMORY`] after an allocation failed; the error is logged once.
+fn claim_without_memory(kind: ClientKind, client_context: *mut *mut c_void) -> c_int {
+    count(kind, Counter::ErrAlloc);
+    // SAFETY: ib_core passes a valid out-pointer (checked non-NULL by the caller).
+    unsafe { *client_context = NO_MEMORY as *mut c_void };
+    1
+}
+
 /// The context behind ib_core's `client_context`, or an error logged once.
 fn lookup<const PERSISTENT: bool>(client_context: *mut c_void, op: &str) -> Option<Arc<Context>> {
     let found = crate::globals().registry.get(client_context as usize);
@@ -80,13 +95,12 @@ fn acquire(
         Ok(ctx) => ctx,
         Err(e) => {
             pr_err!(
-                "acquire {:#x} (+{:#x}): no memory for a context: {:?}\n",
+                "acquire {:#x} (+{:#x}): no memory for a context ({:?}): the registration fails with ENOMEM\n",
                 addr,
                 size,
                 e
             );
-            count(kind, Counter::ErrAlloc);
-            return 0;
+            return claim_without_memory(kind, client_context);
         }
     };
     // -EINVAL from NVIDIA means "not GPU memory of this process" (host memory, freed or another
@@ -109,15 +123,14 @@ fn acquire(
     let id = ctx.id;
     if let Err(e) = registry.insert(ctx.clone()) {
         pr_err!(
-            "acquire {:#x} (+{:#x}): cannot record the context: {:?}\n",
+            "acquire {:#x} (+{:#x}): no memory to record the context ({:?}): the registration fails with ENOMEM\n",
             addr,
             size,
             e
         );
-        count(kind, Counter::ErrAlloc);
         // Gives back the pin `claim` kept.
         ctx.release();
-        return 0;
+        return claim_without_memory(kind, client_context);
     }
     // SAFETY: ib_core passes a valid out-pointer (checked non-NULL above).
     unsafe { *client_context = id as *mut c_void };
@@ -154,6 +167,9 @@ unsafe extern "C" fn get_pages<const PERSISTENT: bool>(
     client_context: *mut c_void,
     core_context: u64,
 ) -> c_int {
+    if client_context as usize == NO_MEMORY {
+        return errno(ENOMEM);
+    }
     let Some(ctx) = lookup::<PERSISTENT>(client_context, "get_pages") else {
         return errno(EINVAL);
     };
@@ -262,6 +278,9 @@ unsafe extern "C" fn get_page_size(_client_context: *mut c_void) -> c_ulong {
 ///
 /// Called by ib_core only; `client_context` is resolved through the registry.
 unsafe extern "C" fn release<const PERSISTENT: bool>(client_context: *mut c_void) {
+    if client_context as usize == NO_MEMORY {
+        return;
+    }
     let Some(ctx) = crate::globals().registry.remove(client_context as usize) else {
         refuse(kind::<PERSISTENT>(), client_context, "release");
         return;

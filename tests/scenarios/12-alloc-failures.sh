@@ -1,8 +1,8 @@
 # shellcheck shell=sh
 # Fail the n-th memory allocation of a registration attempt, for n = 1..40 (which covers every
 # allocation of the path: fake ib_core, nv_peer_mem, fake nvidia, IOMMU): each attempt either
-# succeeds or fails with an errno, and after each one nothing is left behind (kmemleak checks
-# the rest at the end of the run).
+# succeeds, with nv_mem behind it, or fails with an errno, and after each one nothing is left
+# behind (kmemleak checks the rest at the end of the run).
 check "load" load_world
 check "cudaMalloc" ctl_nv "alloc $GPU_VA 0x100000 shuffled"
 check "failslab may fail sleeping allocations" sh -c "echo N > /sys/kernel/debug/failslab/ignore-gfp-wait"
@@ -12,6 +12,11 @@ while [ $n -le 40 ]; do
 	# This shell registers (NVIDIA recognises GPU memory only in the process that allocated it).
 	if { echo $n >/proc/thread-self/fail-nth && echo "reg 1 edu0 $GPU_VA 0x100000" >$IBC/ctl; } 2>/dev/null; then
 		successes=$((successes + 1))
+		# An MR stays nv_mem's whatever failed: were nv_mem to decline after a failed
+		# allocation, ib_core would ask nv_mem_nc, and the MR would be pinned persistently,
+		# never invalidated by cudaFree (design.md, "Out of memory in acquire").
+		grep -q '^id=1 .*client=nv_mem ' $IBC/regs ||
+			not_ok "allocation $n failed and the MR went to another client: $(cat $IBC/regs)"
 		ctl_ib "dereg 1" || not_ok "dereg after success at n=$n"
 	else
 		failures=$((failures + 1))

@@ -101,6 +101,11 @@ judge() {
 		# NULL carries none).
 		case $rc in 12 | 5 | 14 | 22) ;; *) why="${why}errno $rc;" ;; esac
 	fi
+	# A recovered registration is nv_mem's (the run prints the core's MRs after registering):
+	# nv_mem declining after a failed allocation would hand the MR to nv_mem_nc, pinned for
+	# good (design.md, "Out of memory in acquire").
+	mr_client=$(printf '%s\n' "$5" | sed -n 's/^id=1 .*client=\([^ ]*\) .*/\1/p' | head -n 1)
+	case ${mr_client:-nv_mem} in nv_mem) ;; *) why="${why}MR on $mr_client;" ;; esac
 	[ -z "$left" ] || why="${why}left $left"
 	grep -q 'setup-failed' /tmp/sweep.out && why="${why}setup failed;"
 	behaved=yes
@@ -199,13 +204,13 @@ check "load again" modprobe nv_peer_mem
 slab exit "modprobe nv_peer_mem" "U:nv_peer_mem"
 this_module
 # Registration (acquire, get_pages, dma_map), from the process that owns the memory.
-slab register "" "$ALLOC" "W:$IBC/ctl:reg 1 edu0 $VA $LEN" "$DEREG" "$FREE"
+slab register "" "$ALLOC" "W:$IBC/ctl:reg 1 edu0 $VA $LEN" "p:$IBC/regs" "$DEREG" "$FREE"
 if nv_has_persistent; then
 	slab register-persistent "" "$ALLOC" "W:$IBC/ctl:reg 5 edu0 $VA $LEN cq" "?w:$IBC/ctl:dereg 5" "$FREE"
 fi
 # probe_then_pin=1: acquire pins and unpins, get_pages pins again.
 echo 1 >/sys/module/nv_peer_mem/parameters/probe_then_pin
-slab register-probe "" "$ALLOC" "W:$IBC/ctl:reg 1 edu0 $VA $LEN" "$DEREG" "$FREE"
+slab register-probe "" "$ALLOC" "W:$IBC/ctl:reg 1 edu0 $VA $LEN" "p:$IBC/regs" "$DEREG" "$FREE"
 echo 0 >/sys/module/nv_peer_mem/parameters/probe_then_pin
 # Deregistration (dma_unmap, put_pages, release), the free callback's invalidation, the view.
 slab deregister "" "$ALLOC" "$REG" "W:$IBC/ctl:dereg 1" "$FREE"

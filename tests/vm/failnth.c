@@ -12,6 +12,7 @@
  * a leading '?' lets one fail ("step=I rc=E"), upper case arms fail-nth = N (0: nothing) for
  * that step alone:
  *   w:FILE:TEXT   write TEXT to FILE          r:FILE       read FILE to its end
+ *   p:FILE        read FILE and print it
  *   l:KO:PARAMS   finit_module(KO, PARAMS)    u:NAME       delete_module(NAME)
  * Prints "rc=E left=K" for the armed step: E is 0 or the errno it failed with, K the count
  * left in fail-nth (0: the N-th injection point was reached and failed; more: the step made
@@ -64,6 +65,7 @@ static int run_step(char kind, char *arg, char *text, unsigned int n, long *rest
 			err = errno;
 		break;
 	case 'r':
+	case 'p':
 		if (n && arm(n))
 			return errno;
 		fd = open(arg, O_RDONLY);
@@ -72,7 +74,8 @@ static int run_step(char kind, char *arg, char *text, unsigned int n, long *rest
 			break;
 		}
 		while ((r = read(fd, buf, sizeof(buf))) > 0)
-			;
+			if (kind == 'p')
+				fwrite(buf, 1, r, stdout);
 		if (r < 0)
 			err = errno;
 		break;
