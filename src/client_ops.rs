@@ -47,12 +47,14 @@ fn refuse(kind: ClientKind, client_context: *mut c_void, op: &str) {
 
 /// The context handed to ib_core for a buffer this module claimed without the memory to track
 /// it (ids count up from 1 and never reach it; NULL stays an unknown context): `get_pages`
-/// fails it with ENOMEM and `release` has nothing to give back. Declining instead would let ib_core ask the next
-/// client, and nv_mem_nc would pin an MR's GPU memory persistently: a registration that
-/// cudaFree never invalidates (Documentation/design.md, "Out of memory in acquire").
+/// fails it with ENOMEM and `release` has nothing to give back. Declining instead would let
+/// ib_core ask the next client, and nv_mem_nc would pin an MR's GPU memory persistently: a
+/// registration that cudaFree never invalidates (Documentation/design.md, "Out of memory in
+/// acquire").
 const NO_MEMORY: usize = usize::MAX;
 
-/// Claims the buffer with [`NO_MEMORY`] after an allocation failed; the error is logged once.
+/// Claims the buffer with [`NO_MEMORY`] after an allocation failed (the caller has logged it),
+/// and counts the failure.
 fn claim_without_memory(kind: ClientKind, client_context: *mut *mut c_void) -> c_int {
     count(kind, Counter::ErrAlloc);
     // SAFETY: ib_core passes a valid out-pointer (checked non-NULL by the caller).
