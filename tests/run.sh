@@ -209,8 +209,7 @@ kernel_line() {
 			mapfile -t scenarios < <(cd "$top/tests/scenarios" && for f in *.sh; do echo "${f%.sh}"; done)
 		fi
 		# The doctor boots the machine with a PCIe switch (run-vm.sh), the in-kernel stress and
-		# the fault-injection sweep each boot alone (the longest boots, started first), the
-		# others share one boot per world.
+		# the fault-injection sweep each boot alone, the others share one boot per world.
 		flat=() switched=() alone=()
 		for sc in "${scenarios[@]}"; do
 			case $sc in
@@ -256,41 +255,64 @@ kernel_line() {
 			*) return 0 ;;
 			esac
 		}
-		# NVPM_VM_REPEAT boots each world that many times (make racetest).
+		# The boots start longest first, so that no long one is left for the end (time budget,
+		# tests/README.md): the sweep, the worlds by their number of scenarios, the stress, the
+		# canaries' two boots, the doctor's. NVPM_VM_REPEAT boots each world that many times (make
+		# racetest).
 		local pass pass_worlds world rep tag dir append these doctor sc
-		for pass in alone worlds; do
-			pass_worlds=$worlds
-			# The sweep, the longest boot, first.
-			if [ $pass = alone ] && [ "$named" = 0 ] && [ "$first_line" = 1 ]; then
-				pass_worlds="$sweep_world $(tr ' ' '\n' <<<"$worlds" | grep -vxF -- "$sweep_world" | paste -sd ' ')"
-			fi
+		flat_count() { # flat_count WORLD: how many of the shared boot's scenarios run in WORLD
+			local n=0 s
+			for s in "${flat[@]}"; do ! runs_here "$s" "$1" || n=$((n + 1)); done
+			echo "$n"
+		}
+		for pass in sweep worlds stress canaries switched; do
+			case $pass in
+			sweep)
+				pass_worlds=$worlds
+				[ "$named" != 0 ] || [ "$first_line" != 1 ] || pass_worlds=$sweep_world
+				;;
+			stress) pass_worlds=$worlds ;;
+			worlds) pass_worlds=$(for world in $worlds; do echo "$(flat_count "$world") $world"; done |
+				sort -s -k1,1nr | cut -d' ' -f2 | paste -sd ' ') ;;
+			canaries)
+				# The net's own test (tests/canaries/): every kind of kernel report, planted, fails
+				# the scenario that met it. Once, on the first line. Not a vm_job: its sweep runs
+				# plant reports, the sweep's report must not count them.
+				if [ "$first_line" = 1 ] && [ "$named" = 0 ]; then
+					start_job "$krel:" "$top/tests/canaries/canary-vm.sh" "$kbuild" "$initrd" "$work" \
+						"nvpm.nvidia=r580 nvpm.ibcore=24.x"
+				fi
+				continue
+				;;
+			switched) pass_worlds=$worlds ;;
+			esac
 			for world in $pass_worlds; do
 				for ((rep = 1; rep <= ${NVPM_VM_REPEAT:-1}; rep++)); do
 					tag=$world dir=$work/vm-${world/:/-}
 					[ "${NVPM_VM_REPEAT:-1}" = 1 ] || tag=$world:run$rep dir=$dir-run$rep
 					append="nvpm.nvidia=${world%%:*} nvpm.ibcore=${world#*:}${NVPM_VM_EXTRA_APPEND:+ $NVPM_VM_EXTRA_APPEND}"
-					if [ $pass = alone ]; then
+					case $pass in
+					sweep | stress)
 						for sc in "${alone[@]}"; do
+							[[ $sc == *-$pass ]] || continue
 							! runs_here "$sc" "$world" || vm_job "$krel:$tag:" "$dir-${sc#*-}" flat "$append" "$sc"
 						done
-						continue
-					fi
-					these=() doctor=()
-					for sc in "${flat[@]}"; do ! runs_here "$sc" "$world" || these+=("$sc"); done
-					for sc in "${switched[@]}"; do ! runs_here "$sc" "$world" || doctor+=("$sc"); done
-					[ ${#these[@]} = 0 ] || vm_job "$krel:$tag:" "$dir" flat "$append" "${these[@]}"
-					[ ${#doctor[@]} = 0 ] ||
-						vm_job "$krel:$tag:switch:" "$dir-switch" switch "$append" "${doctor[@]}"
+						;;
+					worlds)
+						these=()
+						for sc in "${flat[@]}"; do ! runs_here "$sc" "$world" || these+=("$sc"); done
+						[ ${#these[@]} = 0 ] || vm_job "$krel:$tag:" "$dir" flat "$append" "${these[@]}"
+						;;
+					switched)
+						doctor=()
+						for sc in "${switched[@]}"; do ! runs_here "$sc" "$world" || doctor+=("$sc"); done
+						[ ${#doctor[@]} = 0 ] ||
+							vm_job "$krel:$tag:switch:" "$dir-switch" switch "$append" "${doctor[@]}"
+						;;
+					esac
 				done
 			done
 		done
-		# The net's own test (tests/canaries/): every kind of kernel report, planted, fails the
-		# scenario that met it. Once, on the first line.
-		# Not a vm_job: its sweep runs plant reports, the sweep's report must not count them.
-		if [ "$first_line" = 1 ] && [ "$named" = 0 ]; then
-			start_job "$krel:" "$top/tests/canaries/canary-vm.sh" "$kbuild" "$initrd" "$work" \
-				"nvpm.nvidia=r580 nvpm.ibcore=24.x"
-		fi
 	fi
 	# While the last boots run: DKMS and the packaged service (one more boot, on the first line;
 	# on every line in make fullcheck), the build checks.
