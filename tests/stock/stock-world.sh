@@ -306,7 +306,9 @@ printf '0x00000000\t_RNvCs0000000000_6kernel16nvpm_not_a_symbol\tvmlinux\tEXPORT
 	>>"$root/tmp/headers-other-build/Module.symvers"
 refuses other-build "the rebuilt Rust crates lack 1 of the " NV_PEER_MEM_RUST_CACHE=/mnt/other-build \
 	-- /tmp/headers-other-build
-# The kernels below are never booted: no initramfs for them.
+# The kernels below are never booted: no initramfs for them. update_initramfs=no stops the updates
+# (update-initramfs -u, from triggers); the kernel's own hook (/etc/kernel/postinst.d/initramfs-tools)
+# creates one with -c whatever that says, unless INITRD=No is set (later_kernel below).
 sed -i 's/^update_initramfs=.*/update_initramfs=no/' "$root/etc/initramfs-tools/update-initramfs.conf"
 candidate() { in_root apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ { print $2 }'; }
 newest_image() { # newest_image ERE-of-release: the newest linux-image-<release> matching it
@@ -325,7 +327,7 @@ later_kernel() { # later_kernel NAME RELEASE [apt-get option...] PACKAGE...
 	local name=$1 k=$2 start rc
 	shift 2
 	start=$SECONDS
-	in_root apt-get install -y -q --no-install-recommends "$@" >"$work/$name.log" 2>&1
+	in_root env INITRD=No apt-get install -y -q --no-install-recommends "$@" >"$work/$name.log" 2>&1
 	rc=$?
 	cat "$work/$name.log" >>"$log"
 	if [ $rc = 0 ]; then result PASS "$name-apt"
