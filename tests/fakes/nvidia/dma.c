@@ -41,11 +41,12 @@ static int fnv_dma_map_locked(struct pci_dev *peer, struct fnv_table *t,
 	unsigned long i;
 	int ret;
 
-	fm = kzalloc(sizeof(*fm), GFP_KERNEL);
+	/* __GFP_ACCOUNT: apart from the module's objects (see table.c). */
+	fm = kzalloc(sizeof(*fm), GFP_KERNEL_ACCOUNT);
 	if (!fm)
 		return -ENOMEM;
 	fm->npages = t->npages;
-	fm->dma = kvcalloc(fm->npages, sizeof(*fm->dma), GFP_KERNEL);
+	fm->dma = kvcalloc(fm->npages, sizeof(*fm->dma), GFP_KERNEL_ACCOUNT);
 	if (!fm->dma) {
 		ret = -ENOMEM;
 		goto err_free_mapping;

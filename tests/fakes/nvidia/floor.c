@@ -6,9 +6,12 @@
  * run of contiguous DMA addresses, then unmap and unpin; timed with ktime.
  *
  *   ctl: floor <va> <len> <iterations> [nic index]
- *   floor: the last result, one line of key=value (nanoseconds per
- *          iteration, as means)
- * Runs in the writing process, which must own the buffer at <va>.
+ *        floor clear
+ *   floor: one line of key=value per run since "floor clear" (nanoseconds
+ *          per iteration, as means; start_ns and end_ns on ktime's clock)
+ * Runs in the writing process, which must own the buffer at <va>. Runs of
+ * several threads proceed at once, as the module's registrations do (make
+ * bench's control for the module's scaling with threads).
  */
 #define pr_fmt(fmt) "fake_nvidia: " fmt
 
@@ -28,8 +31,11 @@ static const char *const fnv_floor_names[FL_NR] = {
 	"pin", "dma_map", "sg_fill", "dma_unmap", "unpin",
 };
 
-static DEFINE_MUTEX(fnv_floor_lock);
-static char fnv_floor_result[512];
+#define FNV_FLOOR_LINE	384
+
+static DEFINE_MUTEX(fnv_floor_lock);	/* the results below */
+static char fnv_floor_result[4 * FNV_FLOOR_LINE];
+static size_t fnv_floor_len;
 
 static void fnv_floor_cb(void *data)
 {
@@ -64,10 +70,11 @@ static int fnv_floor_fill(const struct nvidia_p2p_dma_mapping *m,
 static int fnv_floor_run(struct pci_dev *peer, u64 va, u64 len,
 			 unsigned long iters)
 {
-	u64 sum[FL_NR] = {}, t[FL_NR + 1], start = ktime_get_ns();
+	u64 sum[FL_NR] = {}, t[FL_NR + 1], start = ktime_get_ns(), end;
 	unsigned int nents = 0;
 	unsigned long it;
 	int i, ret = 0, n = 0;
+	char *line;
 
 	for (it = 0; it < iters; it++) {
 		struct nvidia_p2p_page_table *pt;
@@ -105,14 +112,29 @@ static int fnv_floor_run(struct pci_dev *peer, u64 va, u64 len,
 		pr_err("floor: iteration %lu failed: %d\n", it, ret);
 		return ret;
 	}
-	n = scnprintf(fnv_floor_result, sizeof(fnv_floor_result),
-		      "floor va=0x%llx len=0x%llx iters=%lu nents=%u elapsed_ns=%llu",
-		      va, len, iters, nents, ktime_get_ns() - start);
+	end = ktime_get_ns();
+	line = kmalloc(FNV_FLOOR_LINE, GFP_KERNEL);
+	if (!line)
+		return -ENOMEM;
+	n = scnprintf(line, FNV_FLOOR_LINE,
+		      "floor va=0x%llx len=0x%llx iters=%lu nents=%u start_ns=%llu end_ns=%llu elapsed_ns=%llu",
+		      va, len, iters, nents, start, end, end - start);
 	for (i = 0; i < FL_NR; i++)
-		n += scnprintf(fnv_floor_result + n, sizeof(fnv_floor_result) - n,
-			       " %s_ns=%llu", fnv_floor_names[i],
-			       div_u64(sum[i], iters));
-	return 0;
+		n += scnprintf(line + n, FNV_FLOOR_LINE - n, " %s_ns=%llu",
+			       fnv_floor_names[i], div_u64(sum[i], iters));
+	n += scnprintf(line + n, FNV_FLOOR_LINE - n, "\n");
+	mutex_lock(&fnv_floor_lock);
+	if (fnv_floor_len + n < sizeof(fnv_floor_result)) {
+		memcpy(fnv_floor_result + fnv_floor_len, line, n);
+		fnv_floor_len += n;
+	} else {
+		ret = -ENOSPC;
+	}
+	mutex_unlock(&fnv_floor_lock);
+	kfree(line);
+	if (ret)
+		pr_err("floor: results full, write \"floor clear\"\n");
+	return ret;
 }
 
 int fnv_floor_command(int argc, char **argv)
@@ -122,10 +144,16 @@ int fnv_floor_command(int argc, char **argv)
 	u64 va, len;
 	int ret;
 
+	if (argc == 2 && !strcmp(argv[1], "clear")) {
+		mutex_lock(&fnv_floor_lock);
+		fnv_floor_len = 0;
+		mutex_unlock(&fnv_floor_lock);
+		return 0;
+	}
 	if (argc < 4 || argc > 5 || kstrtou64(argv[1], 0, &va) ||
 	    kstrtou64(argv[2], 0, &len) || kstrtoul(argv[3], 0, &iters) ||
 	    !iters || (argc == 5 && kstrtoul(argv[4], 0, &nic))) {
-		pr_err("ctl: usage: floor <va> <len> <iterations> [nic index]\n");
+		pr_err("ctl: usage: floor <va> <len> <iterations> [nic index] | floor clear\n");
 		return -EINVAL;
 	}
 	for (i = 0; i <= nic; i++) {
@@ -135,9 +163,7 @@ int fnv_floor_command(int argc, char **argv)
 			return -ENODEV;
 		}
 	}
-	mutex_lock(&fnv_floor_lock);
 	ret = fnv_floor_run(peer, va, len, iters);
-	mutex_unlock(&fnv_floor_lock);
 	pci_dev_put(peer);
 	return ret;
 }
@@ -145,6 +171,6 @@ int fnv_floor_command(int argc, char **argv)
 void fnv_floor_show(struct seq_file *s)
 {
 	mutex_lock(&fnv_floor_lock);
-	seq_printf(s, "%s\n", fnv_floor_result);
+	seq_write(s, fnv_floor_result, fnv_floor_len);
 	mutex_unlock(&fnv_floor_lock);
 }
