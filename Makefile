@@ -16,7 +16,8 @@
 #                                                      in NVPM_STRESS_WORLDS (r580:24.x r470:4.9)
 #   make soak                                          SOAK_MINUTES (10) of random registrations, frees,
 #                                                      DMA checks and service restarts in the VM
-#   make bench                                         registration timed in the VM; rewrites
+#   make bench                                         registration timed in the VM on the stock and
+#                                                      the test kernel (NVPM_BENCH_KERNELS); rewrites
 #                                                      Documentation/performance.md
 #   make install / uninstall                           hand install of the module and the service
 #                                                      (DESTDIR-aware; packages do this themselves)
@@ -159,7 +160,8 @@ soak:
 demo:
 	tests/demo.sh
 
-# Registration timed in the emulated world; rewrites Documentation/performance.md's figures.
+# Registration timed in the emulated world, on Debian's own kernel and on the test kernel;
+# rewrites Documentation/performance.md's figures.
 bench:
 	tests/run.sh bench
 

@@ -62,6 +62,9 @@ if [ $build_ok = 1 ]; then
 	# Threads of one process for the race scenarios (NVIDIA finds GPU memory by process).
 	gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$build_dir/race" "$top/tests/vm/race.c" \
 		>"$logs/race.log" 2>&1 || die "building tests/vm/race.c failed: $logs/race.log"
+	# make bench's calibration workload (tests/bench/calibrate.c), the same binary on the host.
+	gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$build_dir/calibrate" "$top/tests/bench/calibrate.c" \
+		>"$logs/calibrate.log" 2>&1 || die "building tests/bench/calibrate.c failed: $logs/calibrate.log"
 	# The fault-injection sweep: its helper, and the module's failure sites from its code.
 	gcc -static -O2 -Wall -Wextra -Werror -o "$build_dir/failnth" "$top/tests/vm/failnth.c" \
 		>"$logs/failnth.log" 2>&1 || die "building tests/vm/failnth.c failed: $logs/failnth.log"
@@ -75,7 +78,7 @@ if [ $build_ok = 1 ]; then
 	done
 	"$top/tests/vm/mkinitramfs.sh" --overlay "$service_root" "$kbuild" "$initrd" "$bars" \
 		"$build_dir/nvidia/nvidia.ko" "${nv_kos[@]}" "/bin/race=$build_dir/race" \
-		"/bin/failnth=$build_dir/failnth" "/tests/sweep-sites.txt=$build_dir/sweep-sites.txt" \
+		"/bin/calibrate=$build_dir/calibrate" "/bin/failnth=$build_dir/failnth" "/tests/sweep-sites.txt=$build_dir/sweep-sites.txt" \
 		"$build_dir/ib_core/ib_core.ko" "$build_dir/module/nv_peer_mem.ko" ||
 		die "initramfs build failed"
 fi

@@ -1,8 +1,10 @@
 # shellcheck shell=sh
-# make bench, inside the VM (sourced by /init after tests/lib.sh): registration timed in the
-# kernel by the fake ib_core's "bench" (the client's calls only) and, for the floor, by the fake
-# nvidia.ko's "floor" (the P2P calls and the cheapest sg list). Prints one "BENCH key=value..."
-# line per case; tests/bench/report.py turns them into JSON, a table and plots.
+# make bench, inside the VM (sourced by /init after tests/lib.sh, or by the stock world's
+# stock-vm.sh): registration timed in the kernel by the fake ib_core's "bench" (the client's calls
+# only) and, for the floor, by the fake nvidia.ko's "floor" (the P2P calls and the cheapest sg
+# list), after the emulator's calibration (tests/bench/calibrate.c); then the controls, the bytes
+# held, the profile. Prints one "BENCH key=value..." line per case ("PROFILE" lines for the
+# profile); tests/bench/report.py turns them into JSON, tables and plots.
 # The NIC is edu1 in an identity IOMMU domain (iommu=pt, as GPUDirect RDMA setups run), so
 # contiguous BAR pages have contiguous DMA addresses.
 SIZES=${BENCH_SIZES:-"0x10000 0x40000 0x100000 0x200000 0x800000 0x2000000 0x8000000 0x20000000 0x40000000"}
@@ -11,16 +13,34 @@ VA2=0x7f0040000000
 edu1=$(for d in /sys/bus/pci/devices/*; do
 	[ "$(cat "$d/vendor"):$(cat "$d/device")" = 0x1234:0x11e8 ] && echo "$d"
 done | sed -n 2p)
-echo identity >"$edu1/iommu_group/type" || echo "bench: edu1 keeps its IOMMU domain"
+# A group's domain changes only while no driver is bound: on a booted system (the stock world)
+# udev and the service have loaded the fake ib_core, which drives the edu NICs.
+for m in nv_peer_mem ib_core; do
+	if grep -q "^$m " /proc/modules; then rmmod $m || { echo "not ok - rmmod $m"; exit 1; }; fi
+done
+echo identity >"$edu1/iommu_group/type" || { echo "not ok - edu1 keeps its IOMMU domain"; exit 1; }
 load_world || { echo "not ok - load"; exit 1; }
 P=/sys/module/nv_peer_mem/parameters
-# The cost model's scale (nvpm.cost_pct=, from NVPM_BENCH_COST_PCT): the emulated test kernel
-# runs kernel code far slower than a native one, so the model's times are scaled up to keep
-# NVIDIA's share of a registration what it is on real hardware (Documentation/performance.md).
-COST=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.cost_pct=//p')
-: "${COST:=100}"
+cmdline_word() { tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p"; }
+# The emulator's factor: tests/bench/calibrate.c's workload timed here and, just before this
+# boot, on the host (nvpm.calib=ROUNDS:BEST_NS:MEDIAN_NS). The VM runs code that much slower
+# than the host does.
+calib=$(cmdline_word nvpm.calib)
+here_line=$(calibrate "${calib%%:*}") || { echo "not ok - calibrate"; exit 1; }
+vm_best=$(echo "$here_line" | sed -n 's/.* best_ns=\([0-9]*\).*/\1/p')
+vm_median=$(echo "$here_line" | sed -n 's/.* median_ns=\([0-9]*\).*/\1/p')
+native_best=$(echo "$calib" | cut -d: -f2)
+native_median=$(echo "$calib" | cut -d: -f3)
+[ -n "$vm_best" ] && [ "${native_best:-0}" -gt 0 ] || { echo "not ok - calibration: '$here_line', host '$calib'"; exit 1; }
+factor_pct=$((vm_best * 100 / native_best))
+echo "BENCH kind=calibration rounds=${calib%%:*} native_best_ns=$native_best native_median_ns=$native_median vm_best_ns=$vm_best vm_median_ns=$vm_median factor_pct=$factor_pct"
+# The cost model's scale: the public figures are native times, so they are scaled by the
+# emulator's factor to keep NVIDIA's share of a registration what it is on real hardware
+# (Documentation/performance.md); nvpm.cost_pct= (NVPM_BENCH_COST_PCT) sets it by hand.
+COST=$(cmdline_word nvpm.cost_pct)
+: "${COST:=$factor_pct}"
 echo "$COST" >/sys/module/nvidia/parameters/cost_scale_pct
-echo "BENCH kind=info cost_scale_pct=$COST"
+echo "BENCH kind=info cost_scale_pct=$COST kernel=$(uname -r)"
 
 # iters SIZE: enough iterations for a stable mean, fewer for big buffers.
 iters() {
@@ -31,20 +51,31 @@ iters() {
 }
 api_ns() { nv_stat api_ns; }
 
-# module_case CASE LAYOUT SIZE: the module's registration, timed phase by phase.
+# NVIDIA's calls by kind, the time callers spent inside them (ns), as "kind=ns ..."
+NV_KINDS="pin unpin dma_map dma_unmap free"
+nv_kind_ns() { for k in $NV_KINDS; do printf '%s=%s ' "$k" "$(nv_stat "${k}_ns")"; done; }
+
+# module_case CASE LAYOUT SIZE: the module's registration, timed phase by phase, with the time
+# spent inside each kind of NVIDIA call (nv_<kind>_ns, per iteration), so that every phase's own
+# part is known.
 module_case() {
 	c=$1 layout=$2 size=$3 n=$(iters "$3")
 	ctl_ib "bench clear"
-	a0=$(api_ns) p0=$(nv_stat pin_calls) u0=$(nv_stat unpin_calls)
+	a0=$(api_ns) p0=$(nv_stat pin_calls) u0=$(nv_stat unpin_calls) k0=$(nv_kind_ns)
 	ctl_ib "bench $c edu1 $VA $size $n" || { echo "not ok - bench $c $layout $size"; return; }
-	a1=$(api_ns) p1=$(nv_stat pin_calls) u1=$(nv_stat unpin_calls)
-	echo "BENCH kind=module case=$c layout=$layout size=$((size)) nvidia_ns=$(((a1 - a0) / n)) pin_calls=$(((p1 - p0) / n)) unpin_calls=$(((u1 - u0) / n)) $(cat $IBC/bench)"
+	a1=$(api_ns) p1=$(nv_stat pin_calls) u1=$(nv_stat unpin_calls) k1=$(nv_kind_ns)
+	per_kind=$(for k in $NV_KINDS; do
+		b=$(echo "$k0" | tr ' ' '\n' | sed -n "s/^$k=//p") e=$(echo "$k1" | tr ' ' '\n' | sed -n "s/^$k=//p")
+		printf 'nv_%s_ns=%s ' "$k" $(((e - b) / n))
+	done)
+	echo "BENCH kind=module case=$c layout=$layout size=$((size)) nvidia_ns=$(((a1 - a0) / n)) pin_calls=$(((p1 - p0) / n)) unpin_calls=$(((u1 - u0) / n)) $per_kind$(cat $IBC/bench)"
 }
 
 # floor_case LAYOUT SIZE: the same sequence straight against the P2P API.
 floor_case() {
 	layout=$1 size=$2 n=$(iters "$2")
 	a0=$(api_ns)
+	ctl_nv "floor clear"
 	ctl_nv "floor $VA $size $n 1" || { echo "not ok - floor $layout $size"; return; }
 	a1=$(api_ns)
 	echo "BENCH kind=floor case=floor layout=$layout size=$((size)) nvidia_ns=$(((a1 - a0) / n)) $(cat $NV/floor)"
@@ -70,6 +101,9 @@ with_buffer() { # with_buffer LAYOUT SIZE COMMAND...: cudaMalloc, run, cudaFree
 	ctl_nv "free $VA"
 }
 
+# Warm-up, not reported: the emulator translates code on its first run, and caches fill.
+with_buffer contiguous 0x10000 module_case warm-up contiguous 0x10000 | grep -v '^BENCH '
+with_buffer contiguous 0x10000 floor_case contiguous 0x10000 | grep -v '^BENCH '
 for s in $SIZES; do
 	with_buffer contiguous "$s" module_case one-pin contiguous "$s"
 	with_buffer contiguous "$s" floor_case contiguous "$s"
@@ -105,17 +139,57 @@ threads_case() { # threads_case COST_PCT
 		-- "$IBC/ctl|bench t2a edu1 $VA 0x200000 400" "$IBC/ctl|bench t2b edu1 $VA2 0x200000 400" \
 		-- "$NV/ctl|free $VA" "$NV/ctl|free $VA2"
 	echo "BENCH kind=threads case=2-threads cost_pct=$1 size=2097152 $(tr '\n' ' ' <$IBC/bench)"
+	# The control: the floor (the P2P calls alone) under the same conditions.
+	ctl_nv "floor clear"
+	race -q "$NV/ctl|alloc $VA 0x200000 contiguous" "$NV/ctl|alloc $VA2 0x200000 contiguous" \
+		-- "$NV/ctl|floor $VA 0x200000 400 1" \
+		-- "$NV/ctl|free $VA" "$NV/ctl|free $VA2"
+	echo "BENCH kind=floor-threads case=1-thread cost_pct=$1 size=2097152 $(cat $NV/floor)"
+	ctl_nv "floor clear"
+	race -q "$NV/ctl|alloc $VA 0x200000 contiguous" "$NV/ctl|alloc $VA2 0x200000 contiguous" \
+		-- "$NV/ctl|floor $VA 0x200000 400 1" "$NV/ctl|floor $VA2 0x200000 400 1" \
+		-- "$NV/ctl|free $VA" "$NV/ctl|free $VA2"
+	echo "BENCH kind=floor-threads case=2-threads cost_pct=$1 size=2097152 $(tr '\n' ' ' <$NV/floor)"
 }
 threads_case "$COST"
 threads_case 0
+# The emulator's own control: two calibrations at once, sharing no lock. Their speed-up over one
+# is the most two vCPUs give in this VM on this host.
+calibrate "${calib%%:*}" >/tmp/calibrate-a &
+calibrate "${calib%%:*}" >/tmp/calibrate-b
+wait
+echo "BENCH kind=calibration-parallel a_best_ns=$(sed -n 's/.* best_ns=\([0-9]*\).*/\1/p' /tmp/calibrate-a) b_best_ns=$(sed -n 's/.* best_ns=\([0-9]*\).*/\1/p' /tmp/calibrate-b)"
 echo "$COST" >/sys/module/nvidia/parameters/cost_scale_pct
 
-# Lookup cost: 1 against 10 000 live registrations (of one 64 KiB buffer, on edu0).
+# Lookup cost: 1 against 10 000 live registrations (of one 64 KiB buffer).
 ctl_nv "alloc 0x7f0080000000 0x10000 contiguous"
 with_buffer contiguous 0x200000 module_case live-1 contiguous 0x200000
-ctl_ib "reg-many 100 10000 edu0 0x7f0080000000 0x10000" || echo "not ok - 10000 registrations"
+with_buffer contiguous 0x200000 floor_case live-1 0x200000
+# The same 10 000 registrations measure the bytes the module holds from the allocator: the growth
+# of the plain kmalloc caches, in which the doubles allocate nothing per registration (they use
+# the kmalloc-cg-* caches, tests/fakes/INTERFACE.md; a kernel without memory cgroups has none, and
+# there the figure is not the module's alone). On edu1, whose identity domain allocates no IOVAs.
+KMALLOC_CACHE='^kmalloc-(rnd-[0-9]+-)?[0-9]+k?$'
+kmalloc_bytes() { awk -v re="$KMALLOC_CACHE" '$1 ~ re { s += $2 * $4 } END { printf "%d\n", s }' /proc/slabinfo; }
+kmalloc_objects() { awk -v re="$KMALLOC_CACHE" '$1 ~ re { print $1, $2 }' /proc/slabinfo; }
+o0=$(kmalloc_objects) k0=$(kmalloc_bytes)
+ctl_ib "reg-many 100 10000 edu1 0x7f0080000000 0x10000" || echo "not ok - 10000 registrations"
+k1=$(kmalloc_bytes) o1=$(kmalloc_objects)
+# Which size classes grew, in objects per 100 registrations.
+growth=$(printf '%s\n--\n%s\n' "$o0" "$o1" | awk '$1 == "--" { after = 1; next }
+	!after { n[$1] = $2; next } { d = $2 - n[$1]; if (d >= 100 || d <= -100) printf "%s:%+d,", $1, d / 100 }')
+echo "BENCH kind=info kmalloc_objects_per_100_registrations=${growth%,}"
+computed=$(sed -n '2{p;q}' /sys/kernel/debug/nv_peer_mem/registrations | awk '{ print $9 }')
+if grep -q '^kmalloc-cg-' /proc/slabinfo; then
+	echo "BENCH kind=memory registrations=10000 kmalloc_before=$k0 kmalloc_after=$k1 measured_bytes=$(((k1 - k0) / 10000)) computed_bytes=$computed"
+else
+	echo "BENCH kind=info memory=not-separable kmalloc_growth_per_registration=$(((k1 - k0) / 10000)) computed_bytes=$computed"
+fi
 echo "BENCH kind=info live_registrations=$(cat /sys/module/nv_peer_mem/stats/nv_mem/live_registrations)"
 with_buffer contiguous 0x200000 module_case live-10000 contiguous 0x200000
+# The control: the floor with the same 10 000 registrations live (it keeps no registry, so what
+# grows its own part is the machine's: NVIDIA's list walks, caches, the emulator's TLB).
+with_buffer contiguous 0x200000 floor_case live-10000 0x200000
 ctl_ib "dereg-many 100 10000"
 ctl_nv "free 0x7f0080000000"
 
@@ -133,6 +207,40 @@ for s in 0x200000 0x8000000; do
 	done
 	echo "BENCH kind=invalidate size=$((s)) iters=$n invalidate_ns=$((($(nv_stat callback_ns) - c0) / n))"
 done
+# Profile: one 64 KiB registration and deregistration under ftrace's function_graph, from the
+# fake ib_core's bench loop three calls down. The module's Rust functions are not traceable
+# (rustc gives them no fentry call on x86), so what shows is what they call: the kernel's
+# functions and NVIDIA's, with their times, between the loop's ktime reads that part the phases.
+# A kernel without the tracer (the test kernels) prints none.
+profile_case() {
+	echo 0 >$T/tracing_on
+	echo 4096 >$T/buffer_size_kb
+	echo fake_bench >$T/set_graph_function || { echo "not ok - profile: fake_bench is not traceable"; return; }
+	echo 3 >$T/max_graph_depth
+	echo function_graph >$T/current_tracer
+	echo 1 >$T/options/funcgraph-tail
+	echo 1 >$T/options/funcgraph-abstime
+	echo 0 >$T/options/funcgraph-irqs
+	: >$T/trace
+	echo 1 >$T/tracing_on
+	ctl_ib "bench profile edu1 $VA 0x10000 1" || echo "not ok - profile run"
+	echo 0 >$T/tracing_on
+	grep -v '^#' $T/trace | sed 's/^/PROFILE /'
+	echo 0 >$T/options/funcgraph-abstime
+	echo nop >$T/current_tracer
+	: >$T/set_graph_function
+	echo 0 >$T/max_graph_depth
+}
+T=/sys/kernel/tracing
+[ -e $T/available_tracers ] || T=/sys/kernel/debug/tracing
+if grep -qw function_graph $T/available_tracers 2>/dev/null; then
+	with_buffer contiguous 0x10000 profile_case
+else
+	echo "BENCH kind=info profile=no-function-graph-tracer"
+fi
+# The calibration again, at the end: a factor that moved during the boot shows here.
+end_line=$(calibrate "${calib%%:*}") || echo "not ok - calibrate at the end"
+echo "BENCH kind=calibration-end $(echo "$end_line" | sed 's/^calibrate //; s/best_ns=/vm_best_ns=/; s/median_ns=/vm_median_ns=/')"
 expect_nv_clean "after the benchmark"
 unload_world
 finish

@@ -10,18 +10,26 @@
 #   3. kernels installed later, then the driver purged, with apt in the installed root;
 #   4. two boots of the machine from one disk: ONBOOT=yes (the service, doctor, registration
 #      with DMA, invalidation, the free races), ONBOOT=no then apt purge and what it left.
-# usage: stock-world.sh PACKAGES   (build-packages.sh's OUTDIR, holding deb/)
-# Prints "PASS stock:<check>" / "FAIL stock:<check>: <why>" lines; logs in $NVPM_CACHE/work/stock.
+# With --bench (make bench), only steps 1 and 2 in the first order, then one boot that runs
+# tests/bench/bench-vm.sh with 1 GiB BARs (NVPM_BENCH_GPU_MIB): the production kernel's figures.
+# usage: stock-world.sh [--bench] PACKAGES   (build-packages.sh's OUTDIR, holding deb/)
+# Prints "PASS stock:<check>" / "FAIL stock:<check>: <why>" lines; logs in $NVPM_CACHE/work/stock
+# (stock-bench with --bench; the bench boot's console log is boot-bench/console.log there).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$here/../kernel/env.sh"
-[ $# = 1 ] || { echo "usage: $0 PACKAGES" >&2; exit 2; }
+bench=0 mode=()
+[ "${1:-}" != --bench ] || { bench=1 mode=(--bench); shift; }
+[ $# = 1 ] || { echo "usage: $0 [--bench] PACKAGES" >&2; exit 2; }
 if [ "$(id -u)" != 0 ]; then
-	exec sudo NVPM_CACHE="$NVPM_CACHE" NVPM_DEBIAN_MIRROR="${NVPM_DEBIAN_MIRROR:-}" "$0" "$@"
+	exec sudo NVPM_CACHE="$NVPM_CACHE" NVPM_DEBIAN_MIRROR="${NVPM_DEBIAN_MIRROR:-}" \
+		NVPM_BENCH_GPU_MIB="${NVPM_BENCH_GPU_MIB:-}" NVPM_BENCH_COST_PCT="${NVPM_BENCH_COST_PCT:-}" \
+		NVPM_BENCH_TIMEOUT="${NVPM_BENCH_TIMEOUT:-}" "$0" "${mode[@]}" "$1"
 fi
 packages=$(cd "$1" && pwd)
 work=${NVPM_WORK:-$NVPM_CACHE/work}/stock
+[ $bench = 0 ] || work=$work-bench
 root=$work/root
 log=$work/stock.log
 failed=0
@@ -56,14 +64,6 @@ hdr=/usr/src/linux-headers-$kver
 
 # --- bad input to scripts/rust-tree.sh: one sentence with the fix, and nothing kept ---------
 cp "$top/scripts/rust-tree.sh" "$root/tmp/rust-tree.sh"
-printf '#!/bin/sh\necho "rustc 1.96.1 (ed61e7d7e 2026-10-01) (built from a source tarball)"\n' >"$root/tmp/other-rustc"
-mkdir -p "$root/tmp/linux-7.2.12" "$root/tmp/no-rust/include/config" "$root/mnt/ro" "$root/mnt/small"
-printf 'kernelversion:\n\t@echo 7.2.12\n' >"$root/tmp/linux-7.2.12/Makefile"
-echo '# CONFIG_RUST is not set' >"$root/tmp/no-rust/.config"
-echo 6.12.117+deb13-amd64 >"$root/tmp/no-rust/include/config/kernel.release"
-chmod 755 "$root/tmp/other-rustc"
-mount -t tmpfs -o ro,size=1m tmpfs "$root/mnt/ro"
-mount -t tmpfs -o size=100m tmpfs "$root/mnt/small"
 refuses() { # refuses NAME EXPECTED-TEXT [VAR=value...] [-- KDIR]
 	local name=$1 want=$2 tree=$hdr out rc cache e left
 	shift 2
@@ -83,18 +83,28 @@ refuses() { # refuses NAME EXPECTED-TEXT [VAR=value...] [-- KDIR]
 		result PASS "rust-tree-refuses-$name"
 	else result FAIL "rust-tree-refuses-$name" "exit $rc, left '${left}', said: $(paste -sd ' ' <<<"$out")"; fi
 }
-src_deb=$(in_root dpkg-query -W -f='${Version}' "linux-source-$(cut -d. -f1,2 <<<"$kver")")
-refuses other-source "is Linux 7.2.12, the headers are $kver" NV_PEER_MEM_KERNEL_SOURCE=/tmp/linux-7.2.12
-refuses other-rustc "but /tmp/other-rustc is 'rustc 1.96.1" RUSTC=/tmp/other-rustc
-refuses other-rustc-fix "apt-get install rustc=1.85.1" RUSTC=/tmp/other-rustc
-mv "$root"/usr/src/linux-source-*.tar.xz "$root/tmp/"
-refuses no-source "install the source package of the same version (apt-get install linux-source-$(cut -d. -f1,2 <<<"$kver")=$src_deb)"
-mv "$root"/tmp/linux-source-*.tar.xz "$root/usr/src/"
-refuses no-bindgen "no bindgen ('/nonexistent/bindgen')" BINDGEN=/nonexistent/bindgen
-refuses no-rust "was built without Rust (CONFIG_RUST is not set)" -- /tmp/no-rust
-refuses read-only-cache "cannot write the cache directory /mnt/ro/trees" NV_PEER_MEM_RUST_CACHE=/mnt/ro/trees
-refuses full-cache "/mnt/small/trees has " NV_PEER_MEM_RUST_CACHE=/mnt/small/trees
-umount "$root/mnt/ro" "$root/mnt/small"
+if [ "$bench" = 0 ]; then
+	printf '#!/bin/sh\necho "rustc 1.96.1 (ed61e7d7e 2026-10-01) (built from a source tarball)"\n' >"$root/tmp/other-rustc"
+	mkdir -p "$root/tmp/linux-7.2.12" "$root/tmp/no-rust/include/config" "$root/mnt/ro" "$root/mnt/small"
+	printf 'kernelversion:\n\t@echo 7.2.12\n' >"$root/tmp/linux-7.2.12/Makefile"
+	echo '# CONFIG_RUST is not set' >"$root/tmp/no-rust/.config"
+	echo 6.12.117+deb13-amd64 >"$root/tmp/no-rust/include/config/kernel.release"
+	chmod 755 "$root/tmp/other-rustc"
+	mount -t tmpfs -o ro,size=1m tmpfs "$root/mnt/ro"
+	mount -t tmpfs -o size=100m tmpfs "$root/mnt/small"
+	src_deb=$(in_root dpkg-query -W -f='${Version}' "linux-source-$(cut -d. -f1,2 <<<"$kver")")
+	refuses other-source "is Linux 7.2.12, the headers are $kver" NV_PEER_MEM_KERNEL_SOURCE=/tmp/linux-7.2.12
+	refuses other-rustc "but /tmp/other-rustc is 'rustc 1.96.1" RUSTC=/tmp/other-rustc
+	refuses other-rustc-fix "apt-get install rustc=1.85.1" RUSTC=/tmp/other-rustc
+	mv "$root"/usr/src/linux-source-*.tar.xz "$root/tmp/"
+	refuses no-source "install the source package of the same version (apt-get install linux-source-$(cut -d. -f1,2 <<<"$kver")=$src_deb)"
+	mv "$root"/tmp/linux-source-*.tar.xz "$root/usr/src/"
+	refuses no-bindgen "no bindgen ('/nonexistent/bindgen')" BINDGEN=/nonexistent/bindgen
+	refuses no-rust "was built without Rust (CONFIG_RUST is not set)" -- /tmp/no-rust
+	refuses read-only-cache "cannot write the cache directory /mnt/ro/trees" NV_PEER_MEM_RUST_CACHE=/mnt/ro/trees
+	refuses full-cache "/mnt/small/trees has " NV_PEER_MEM_RUST_CACHE=/mnt/small/trees
+	umount "$root/mnt/ro" "$root/mnt/small"
+fi
 
 # Completed Rust trees are kept between runs, as the test kernels are: a tree completed by this
 # very scripts/rust-tree.sh is put back into the root's cache before the install that needs it.
@@ -193,7 +203,10 @@ t=$root/usr/lib/nvpm-stock
 mkdir -p "$t/scenarios" "$root/etc/nvpm"
 install -m 755 "$here/stock-vm.sh" "$t/stock-vm.sh"
 install -m 644 "$top/tests/vm/lib.sh" "$top/tests/vm/cleanup.sh" "$t/"
-install -m 644 "$here"/scenarios/*.sh "$top"/tests/scenarios/{03-register-dma,07-invalidate,13-free-races}.sh "$t/scenarios/"
+install -m 644 "$here"/scenarios/*.sh "$top"/tests/scenarios/{03-register-dma,07-invalidate,13-free-races}.sh \
+	"$top/tests/bench/bench-vm.sh" "$t/scenarios/"
+gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$root/usr/local/bin/calibrate" "$top/tests/bench/calibrate.c" >>"$log" 2>&1 ||
+	fatal harness "building tests/bench/calibrate.c failed; see $log"
 gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$root/usr/local/bin/race" "$top/tests/vm/race.c" >>"$log" 2>&1 ||
 	fatal harness "building tests/vm/race.c failed; see $log"
 install -m 644 "$here/nvpm-stock.service" "$root/etc/systemd/system/"
@@ -211,6 +224,18 @@ cp "$root/boot/initrd.img-$kver" "$work/initrd.img"
 size=$(($(du -sm "$root" | cut -f1) + 512))
 disk=$work/disk.img
 mke2fs -q -F -t ext4 -L stock -d "$root" "$disk" "${size}M" >>"$log" 2>&1 || fatal disk "mke2fs failed; see $log"
+
+# --- make bench: one boot, the benchmark on the production kernel -------------------------
+if [ $bench = 1 ]; then
+	calib=$("$top/tests/bench/host-calibration.sh" "$root/usr/local/bin/calibrate") ||
+		fatal calibration "the host's calibration run failed"
+	NVPM_GPU_MIB=${NVPM_BENCH_GPU_MIB:-1024} NVPM_VM_TIMEOUT=${NVPM_BENCH_TIMEOUT:-5400} NVPM_VM_DISK=$disk \
+		NVPM_VM_APPEND="nvpm.nvidia=r580 nvpm.ibcore=24.x nvpm.calib=$calib${NVPM_BENCH_COST_PCT:+ nvpm.cost_pct=$NVPM_BENCH_COST_PCT}" \
+		"$top/tests/vm/run-vm.sh" "$work/vmlinuz" "$work/initrd.img" "$work/boot-bench" bench-vm 2>>"$log" |
+		sed 's/^\(PASS\|FAIL\) /\1 stock:/' | tee "$work/bench.out"
+	grep -qx 'PASS stock:bench-vm' "$work/bench.out" || failed=1
+	exit $failed
+fi
 
 # --- two boots of the one disk -------------------------------------------------------------
 # A boot's time limit: a systemd boot and apt inside TCG, beside every other boot of make check:
