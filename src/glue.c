@@ -25,18 +25,14 @@ bool nvpm_nvidia_has_persistent_api(void);
 int nvpm_nvidia_get_pages_persistent(u64 va, u64 len, void **page_table);
 int nvpm_nvidia_put_pages_persistent(u64 va, void *page_table);
 bool nvpm_nvidia_has_cap_persistent_pages(void);
-/* One sg entry: a DMA address and a length below 4 GiB (`SgRun` in sg.rs). */
-struct nvpm_sg_run {
-	u64 dma;
-	u32 len;
-	u32 _pad;
-};
-
-struct sg_table *nvpm_sg_create(struct sg_table *core_sgt, const struct nvpm_sg_run *runs,
-				unsigned int n);
+struct sg_table *nvpm_sg_alloc(unsigned int n);
+struct scatterlist *nvpm_sg_first(struct sg_table *own);
+struct scatterlist *nvpm_sg_set(struct scatterlist *sg, u64 dma, unsigned int len);
+void nvpm_sg_publish(struct sg_table *core_sgt, const struct sg_table *own);
 void nvpm_sg_destroy(struct sg_table *own);
 unsigned int nvpm_sg_nents(const struct sg_table *own);
 size_t nvpm_sg_bytes(const struct sg_table *own);
+size_t nvpm_alloc_bytes(size_t size);
 int nvpm_current_tgid(void);
 int nvpm_user_errno(int err);
 
@@ -192,14 +188,12 @@ bool nvpm_nvidia_has_cap_persistent_pages(void)
  * The sg list handed to ib_core lives in a struct sg_table of our own: ib_core gets a copy of
  * the header, and MLNX_OFED 5.x zeroes its copy after an unmap or an invalidation, so the list
  * can only be freed through ours. GPU memory has no struct page: entries carry DMA addresses
- * and lengths only, one entry per run.
+ * and lengths only, one entry per run. The caller fills the @n entries in order with
+ * nvpm_sg_set(), from nvpm_sg_first(), then hands the header over with nvpm_sg_publish().
  */
-struct sg_table *nvpm_sg_create(struct sg_table *core_sgt, const struct nvpm_sg_run *runs,
-				unsigned int n)
+struct sg_table *nvpm_sg_alloc(unsigned int n)
 {
 	struct sg_table *own;
-	struct scatterlist *sg;
-	unsigned int i;
 
 	own = kzalloc(sizeof(*own), GFP_KERNEL);
 	if (!own)
@@ -208,26 +202,53 @@ struct sg_table *nvpm_sg_create(struct sg_table *core_sgt, const struct nvpm_sg_
 		kfree(own);
 		return NULL;
 	}
-	for_each_sgtable_sg(own, sg, i) {
-		sg->length = runs[i].len;
-		sg_dma_address(sg) = runs[i].dma;
-		sg_dma_len(sg) = runs[i].len;
-	}
-	*core_sgt = *own;
 	return own;
 }
 
+struct scatterlist *nvpm_sg_first(struct sg_table *own)
+{
+	return own->sgl;
+}
+
+/* Fills @sg with one run; returns the next entry (NULL after the last). */
+struct scatterlist *nvpm_sg_set(struct scatterlist *sg, u64 dma, unsigned int len)
+{
+	sg->length = len;
+	sg_dma_address(sg) = dma;
+	sg_dma_len(sg) = len;
+	return sg_next(sg);
+}
+
+void nvpm_sg_publish(struct sg_table *core_sgt, const struct sg_table *own)
+{
+	*core_sgt = *own;
+}
+
+/* Bytes the allocator gives for a kmalloc() of @size: its size class. */
+size_t nvpm_alloc_bytes(size_t size)
+{
+	return kmalloc_size_roundup(size);
+}
+
 /*
- * Bytes requested for @own and its entry list (sg_alloc_table() chains blocks of
- * SG_MAX_SINGLE_ALLOC entries, the last entry of each full block being the link).
+ * Bytes the allocator gave for @own and its entry list. __sg_alloc_table() allocates blocks of
+ * at most SG_MAX_SINGLE_ALLOC entries, each but the last ending in a link entry; a full block is
+ * a page, a smaller one a kmalloc() (sg_kmalloc()).
  */
 size_t nvpm_sg_bytes(const struct sg_table *own)
 {
-	size_t entries = own->orig_nents;
+	size_t left = own->orig_nents, bytes = kmalloc_size_roundup(sizeof(*own));
 
-	if (entries > SG_MAX_SINGLE_ALLOC)
-		entries += (entries - 2) / (SG_MAX_SINGLE_ALLOC - 1);
-	return sizeof(*own) + entries * sizeof(struct scatterlist);
+	while (left) {
+		size_t block = min_t(size_t, left, SG_MAX_SINGLE_ALLOC);
+
+		if (block == SG_MAX_SINGLE_ALLOC)
+			bytes += PAGE_SIZE;
+		else
+			bytes += kmalloc_size_roundup(block * sizeof(struct scatterlist));
+		left -= left > SG_MAX_SINGLE_ALLOC ? SG_MAX_SINGLE_ALLOC - 1 : left;
+	}
+	return bytes;
 }
 
 void nvpm_sg_destroy(struct sg_table *own)

@@ -9,7 +9,7 @@ use kernel::sync::Arc;
 
 use crate::nv_p2p::{DmaMapping, GPU_PAGE_SIZE};
 use crate::registration::{Context, Mapping, Phase};
-use crate::sg::{sg_runs, SgCopy};
+use crate::sg::SgCopy;
 use crate::stats::{count, Counter};
 
 extern "C" {
@@ -72,13 +72,16 @@ impl Context {
                 dma.unmap(&pin.table);
                 return Err(e);
             }
-            let runs = sg_runs(
-                dma.dma_addresses(),
-                GPU_PAGE_SIZE,
-                crate::params::coalesce_sg(),
-            );
             // SAFETY: `core_sgt` is ib_core's table for this registration (caller).
-            match runs.and_then(|r| unsafe { SgCopy::create(core_sgt, &r) }) {
+            let sg = unsafe {
+                SgCopy::create(
+                    core_sgt,
+                    dma.dma_addresses(),
+                    GPU_PAGE_SIZE,
+                    crate::params::coalesce_sg(),
+                )
+            };
+            match sg {
                 Ok(sg) => Ok(Mapping {
                     dma,
                     sg,

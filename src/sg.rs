@@ -17,43 +17,27 @@ use core::ffi::{c_int, c_uint, c_void};
 use core::ptr::NonNull;
 use kernel::prelude::*;
 
-/// One sg entry (`struct nvpm_sg_run` in `glue.c`).
-#[repr(C)]
+/// One sg entry: a DMA address and a length below 4 GiB.
 #[derive(Clone, Copy)]
-pub(crate) struct SgRun {
+struct SgRun {
     dma: u64,
     len: u32,
-    _pad: u32,
 }
 
 extern "C" {
-    fn nvpm_sg_create(core_sgt: *mut c_void, runs: *const SgRun, n: c_uint) -> *mut c_void;
+    // `struct sg_table *` and `struct scatterlist *`, opaque here.
+    fn nvpm_sg_alloc(n: c_uint) -> *mut c_void;
+    fn nvpm_sg_first(own: *mut c_void) -> *mut c_void;
+    fn nvpm_sg_set(sg: *mut c_void, dma: u64, len: c_uint) -> *mut c_void;
+    fn nvpm_sg_publish(core_sgt: *mut c_void, own: *const c_void);
     fn nvpm_sg_destroy(own: *mut c_void);
     fn nvpm_sg_nents(own: *const c_void) -> c_uint;
     fn nvpm_sg_bytes(own: *const c_void) -> usize;
 }
 
-/// The entries for `addrs`, `chunk` bytes each: one per address, or with `coalesce` one per run
-/// of contiguous addresses, each run at most `u32::MAX` rounded down to `chunk`.
-///
-/// The list is allocated once, at its exact length: how many runs there are depends on where
-/// the IOMMU put each page, and growing the list as it fills would make the number of
-/// allocations (and so which one a fault-injection run fails) depend on that too.
-pub(crate) fn sg_runs(addrs: &[u64], chunk: u64, coalesce: bool) -> Result<KVec<SgRun>> {
-    let chunk = u32::try_from(chunk)
-        .ok()
-        .filter(|&c| c != 0)
-        .ok_or(EINVAL)?;
-    let count = Runs::new(addrs, chunk, coalesce).count();
-    let mut runs = KVec::with_capacity(count, GFP_KERNEL)?;
-    for run in Runs::new(addrs, chunk, coalesce) {
-        // Within the capacity reserved above: no allocation.
-        runs.push(run, GFP_KERNEL)?;
-    }
-    Ok(runs)
-}
-
-/// The entries of a list of DMA addresses, in order (see [`sg_runs`]).
+/// The entries of a list of DMA addresses, in order: `chunk` bytes each, one per address, or
+/// with `coalesce` one per run of contiguous addresses, each run at most `u32::MAX` rounded
+/// down to `chunk`.
 struct Runs<'a> {
     addrs: core::slice::Iter<'a, u64>,
     chunk: u32,
@@ -83,7 +67,6 @@ impl Iterator for Runs<'_> {
             let fresh = SgRun {
                 dma,
                 len: self.chunk,
-                _pad: 0,
             };
             let Some(run) = self.open.as_mut() else {
                 self.open = Some(fresh);
@@ -109,22 +92,50 @@ pub(crate) struct SgCopy {
 unsafe impl Send for SgCopy {}
 
 impl SgCopy {
-    /// Builds the list and gives ib_core's `core_sgt` a copy of its header.
+    /// Builds the list of `addrs`, `chunk` bytes each (see [`Runs`]), and gives ib_core's
+    /// `core_sgt` a copy of its header.
+    ///
+    /// The list is allocated once, at its exact length, and filled in place: how many runs
+    /// there are depends on where the IOMMU put each page, and growing the list as it fills
+    /// would make the number of allocations (and so which one a fault-injection run fails)
+    /// depend on that too.
     ///
     /// # Safety
     ///
     /// `core_sgt` must point to ib_core's `struct sg_table` for this registration, with no
     /// entry list of its own.
-    pub(crate) unsafe fn create(core_sgt: *mut c_void, runs: &[SgRun]) -> Result<Self> {
-        let n = c_uint::try_from(runs.len()).map_err(|_| EINVAL)?;
+    pub(crate) unsafe fn create(
+        core_sgt: *mut c_void,
+        addrs: &[u64],
+        chunk: u64,
+        coalesce: bool,
+    ) -> Result<Self> {
+        let chunk = u32::try_from(chunk)
+            .ok()
+            .filter(|&c| c != 0)
+            .ok_or(EINVAL)?;
+        let n = c_uint::try_from(Runs::new(addrs, chunk, coalesce).count()).map_err(|_| EINVAL)?;
         if n == 0 {
             return Err(EINVAL);
         }
-        // SAFETY: `core_sgt` is valid (caller); `runs` holds `n` entries.
-        let own = unsafe { nvpm_sg_create(core_sgt, runs.as_ptr(), n) };
-        Ok(Self {
-            own: NonNull::new(own).ok_or(ENOMEM)?,
-        })
+        // SAFETY: no requirement; NULL when out of memory.
+        let table = unsafe { nvpm_sg_alloc(n) };
+        let own = Self {
+            own: NonNull::new(table).ok_or(ENOMEM)?,
+        };
+        // SAFETY: `own` is a table of `n` entries, which the loop fills in order: `Runs` yields
+        // exactly `n` of them, the count above (and stops at the end of the list regardless).
+        let mut sg = unsafe { nvpm_sg_first(own.own.as_ptr()) };
+        for run in Runs::new(addrs, chunk, coalesce) {
+            if sg.is_null() {
+                return Err(EINVAL);
+            }
+            // SAFETY: `sg` is the next unfilled entry of `own` (see above).
+            sg = unsafe { nvpm_sg_set(sg, run.dma, run.len) };
+        }
+        // SAFETY: `core_sgt` is valid (caller); `own` is a filled table.
+        unsafe { nvpm_sg_publish(core_sgt, own.own.as_ptr()) };
+        Ok(own)
     }
 
     pub(crate) fn nents(&self) -> c_int {
@@ -133,7 +144,7 @@ impl SgCopy {
         c_int::try_from(n).unwrap_or(c_int::MAX)
     }
 
-    /// Bytes allocated for the table and its entries.
+    /// Bytes the allocator gave for the table and its entries.
     pub(crate) fn bytes(&self) -> usize {
         // SAFETY: `own` is valid while `self` lives.
         unsafe { nvpm_sg_bytes(self.own.as_ptr()) }
