@@ -282,10 +282,9 @@ kernel_line() {
 		# canaries' two boots, the doctor's. NVPM_VM_REPEAT boots each world that many times (make
 		# racetest).
 		local pass pass_worlds world rep tag dir append these doctor sc
-		flat_count() { # flat_count WORLD: how many of the shared boot's scenarios run in WORLD
-			local n=0 s
-			for s in "${flat[@]}"; do ! runs_here "$s" "$1" || n=$((n + 1)); done
-			echo "$n"
+		flat_here() { # flat_here WORLD: the shared boot's scenarios that run in WORLD, one a line
+			local s
+			for s in "${flat[@]}"; do ! runs_here "$s" "$1" || echo "$s"; done
 		}
 		for pass in sweep worlds stress canaries switched; do
 			case $pass in
@@ -294,7 +293,7 @@ kernel_line() {
 				[ "$named" != 0 ] || [ "$first_line" != 1 ] || pass_worlds=$sweep_world
 				;;
 			stress) pass_worlds=$worlds ;;
-			worlds) pass_worlds=$(for world in $worlds; do echo "$(flat_count "$world") $world"; done |
+			worlds) pass_worlds=$(for world in $worlds; do echo "$(flat_here "$world" | wc -l) $world"; done |
 				sort -s -k1,1nr | cut -d' ' -f2 | paste -sd ' ') ;;
 			canaries)
 				# The net's own test (tests/canaries/): every kind of kernel report, planted, fails
@@ -321,8 +320,7 @@ kernel_line() {
 						done
 						;;
 					worlds)
-						these=()
-						for sc in "${flat[@]}"; do ! runs_here "$sc" "$world" || these+=("$sc"); done
+						mapfile -t these < <(flat_here "$world")
 						[ ${#these[@]} = 0 ] || vm_job "$krel:$tag:" "$dir" flat "$append" "${these[@]}"
 						;;
 					switched)
