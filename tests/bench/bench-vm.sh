@@ -26,14 +26,25 @@ cmdline_word() { tr ' ' '\n' </proc/cmdline | sed -n "s/^$1=//p"; }
 # boot, on the host (nvpm.calib=ROUNDS:BEST_NS:MEDIAN_NS). The VM runs code that much slower
 # than the host does.
 calib=$(cmdline_word nvpm.calib)
-here_line=$(calibrate "${calib%%:*}") || { echo "not ok - calibrate"; exit 1; }
-vm_best=$(echo "$here_line" | sed -n 's/.* best_ns=\([0-9]*\).*/\1/p')
+best_of() { echo "$1" | sed -n 's/.* best_ns=\([0-9]*\).*/\1/p'; }
+# The emulator runs slowly for the first minutes of a boot (2026-11-26: 601 ms at the start,
+# 351 ms at the end of one boot): the calibration runs until two runs in a row agree within
+# 10% (at most 10 runs), and the bench starts then.
+runs=0 prev=0
+while :; do
+	here_line=$(calibrate "${calib%%:*}") || { echo "not ok - calibrate"; exit 1; }
+	vm_best=$(best_of "$here_line") runs=$((runs + 1))
+	[ -n "$vm_best" ] || { echo "not ok - calibrate said '$here_line'"; exit 1; }
+	[ $((vm_best * 10)) -lt $((prev * 9)) ] || [ $((vm_best * 10)) -gt $((prev * 11)) ] || break
+	[ $runs -lt 10 ] || break
+	prev=$vm_best
+done
 vm_median=$(echo "$here_line" | sed -n 's/.* median_ns=\([0-9]*\).*/\1/p')
 native_best=$(echo "$calib" | cut -d: -f2)
 native_median=$(echo "$calib" | cut -d: -f3)
 [ -n "$vm_best" ] && [ "${native_best:-0}" -gt 0 ] || { echo "not ok - calibration: '$here_line', host '$calib'"; exit 1; }
 factor_pct=$((vm_best * 100 / native_best))
-echo "BENCH kind=calibration rounds=${calib%%:*} native_best_ns=$native_best native_median_ns=$native_median vm_best_ns=$vm_best vm_median_ns=$vm_median factor_pct=$factor_pct"
+echo "BENCH kind=calibration rounds=${calib%%:*} native_best_ns=$native_best native_median_ns=$native_median vm_best_ns=$vm_best vm_median_ns=$vm_median factor_pct=$factor_pct vm_runs=$runs"
 # The cost model's scale: the public figures are native times, so they are scaled by the
 # emulator's factor to keep NVIDIA's share of a registration what it is on real hardware
 # (Documentation/performance.md); nvpm.cost_pct= (NVPM_BENCH_COST_PCT) sets it by hand.
@@ -155,10 +166,11 @@ threads_case "$COST"
 threads_case 0
 # The emulator's own control: two calibrations at once, sharing no lock. Their speed-up over one
 # is the most two vCPUs give in this VM on this host.
+single=$(best_of "$(calibrate "${calib%%:*}")")
 calibrate "${calib%%:*}" >/tmp/calibrate-a &
 calibrate "${calib%%:*}" >/tmp/calibrate-b
 wait
-echo "BENCH kind=calibration-parallel a_best_ns=$(sed -n 's/.* best_ns=\([0-9]*\).*/\1/p' /tmp/calibrate-a) b_best_ns=$(sed -n 's/.* best_ns=\([0-9]*\).*/\1/p' /tmp/calibrate-b)"
+echo "BENCH kind=calibration-parallel single_best_ns=$single a_best_ns=$(best_of "$(cat /tmp/calibrate-a)") b_best_ns=$(best_of "$(cat /tmp/calibrate-b)")"
 echo "$COST" >/sys/module/nvidia/parameters/cost_scale_pct
 
 # Lookup cost: 1 against 10 000 live registrations (of one 64 KiB buffer).
@@ -191,6 +203,10 @@ with_buffer contiguous 0x200000 module_case live-10000 contiguous 0x200000
 # grows its own part is the machine's: NVIDIA's list walks, caches, the emulator's TLB).
 with_buffer contiguous 0x200000 floor_case live-10000 0x200000
 ctl_ib "dereg-many 100 10000"
+# What the 10 000 deregistrations gave back: allocations of the rest of the kernel meanwhile do
+# not come back, so this is the steadier of the two figures.
+k2=$(kmalloc_bytes)
+echo "BENCH kind=memory-released registrations=10000 kmalloc_after_release=$k2 released_bytes=$(((k1 - k2) / 10000))"
 ctl_nv "free 0x7f0080000000"
 
 # Invalidation latency: cudaFree of a registered buffer until the free callback, which
