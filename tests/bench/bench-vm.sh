@@ -184,18 +184,19 @@ with_buffer contiguous 0x200000 floor_case live-1 0x200000
 KMALLOC_CACHE='^kmalloc-(rnd-[0-9]+-)?[0-9]+k?$'
 kmalloc_bytes() { awk -v re="$KMALLOC_CACHE" '$1 ~ re { s += $2 * $4 } END { printf "%d\n", s }' /proc/slabinfo; }
 kmalloc_objects() { awk -v re="$KMALLOC_CACHE" '$1 ~ re { print $1, $2 }' /proc/slabinfo; }
-o0=$(kmalloc_objects) k0=$(kmalloc_bytes)
+# (mem* and objs*: module_case keeps its own figures in k0 and k1.)
+objs0=$(kmalloc_objects) mem0=$(kmalloc_bytes)
 ctl_ib "reg-many 100 10000 edu1 0x7f0080000000 0x10000" || echo "not ok - 10000 registrations"
-k1=$(kmalloc_bytes) o1=$(kmalloc_objects)
+mem1=$(kmalloc_bytes) objs1=$(kmalloc_objects)
 # Which size classes grew, in objects per 100 registrations.
-growth=$(printf '%s\n--\n%s\n' "$o0" "$o1" | awk '$1 == "--" { after = 1; next }
+growth=$(printf '%s\n--\n%s\n' "$objs0" "$objs1" | awk '$1 == "--" { after = 1; next }
 	!after { n[$1] = $2; next } { d = $2 - n[$1]; if (d >= 100 || d <= -100) printf "%s:%+d,", $1, d / 100 }')
 echo "BENCH kind=info kmalloc_objects_per_100_registrations=${growth%,}"
 computed=$(sed -n '2{p;q}' /sys/kernel/debug/nv_peer_mem/registrations | awk '{ print $9 }')
 if grep -q '^kmalloc-cg-' /proc/slabinfo; then
-	echo "BENCH kind=memory registrations=10000 kmalloc_before=$k0 kmalloc_after=$k1 measured_bytes=$(((k1 - k0) / 10000)) computed_bytes=$computed"
+	echo "BENCH kind=memory registrations=10000 kmalloc_before=$mem0 kmalloc_after=$mem1 measured_bytes=$(((mem1 - mem0) / 10000)) computed_bytes=$computed"
 else
-	echo "BENCH kind=info memory=not-separable kmalloc_growth_per_registration=$(((k1 - k0) / 10000)) computed_bytes=$computed"
+	echo "BENCH kind=info memory=not-separable kmalloc_growth_per_registration=$(((mem1 - mem0) / 10000)) computed_bytes=$computed"
 fi
 echo "BENCH kind=info live_registrations=$(cat /sys/module/nv_peer_mem/stats/nv_mem/live_registrations)"
 with_buffer contiguous 0x200000 module_case live-10000 contiguous 0x200000
@@ -205,8 +206,8 @@ with_buffer contiguous 0x200000 floor_case live-10000 0x200000
 ctl_ib "dereg-many 100 10000"
 # What the 10 000 deregistrations gave back: allocations of the rest of the kernel meanwhile do
 # not come back, so this is the steadier of the two figures.
-k2=$(kmalloc_bytes)
-echo "BENCH kind=memory-released registrations=10000 kmalloc_after_release=$k2 released_bytes=$(((k1 - k2) / 10000))"
+mem2=$(kmalloc_bytes)
+echo "BENCH kind=memory-released registrations=10000 kmalloc_after_release=$mem2 released_bytes=$(((mem1 - mem2) / 10000))"
 ctl_nv "free 0x7f0080000000"
 
 # Invalidation latency: cudaFree of a registered buffer until the free callback, which
