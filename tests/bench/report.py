@@ -10,10 +10,12 @@ tables; rewrites, for each kernel given, the part of PERFORMANCE_MD between
 "<!-- bench:KERNEL:begin -->" and "<!-- bench:KERNEL:end -->" (the other kernel's stays).
 """
 import json
-import math
 import os
 import re
 import sys
+
+from profile_parse import parse_profile, profile_phases
+from svgplot import human, plots
 
 PHASES = ["acquire", "get_pages", "dma_map", "dma_unmap", "put_pages", "release"]
 FLOOR_PHASES = ["pin", "dma_map", "sg_fill", "dma_unmap", "unpin"]
@@ -29,80 +31,6 @@ def parse_kv(text):
             except ValueError:
                 out[k] = v
     return out
-
-
-class Call:
-    def __init__(self, name, ts=None):
-        self.name, self.ts, self.us, self.children = name, ts, 0.0, []
-
-
-def parse_profile(lines):
-    """ftrace function_graph lines ("[TIMESTAMP |] CPU) DURATION | INDENT call", funcgraph-abstime
-    optional) into a call tree; returns the roots."""
-    roots, stack = [], []
-    for line in lines:
-        parts = line.split("|", 2)
-        if len(parts) < 2:
-            continue
-        ts = None
-        if len(parts) == 3:
-            try:
-                ts = float(parts[0]) * 1e6
-            except ValueError:
-                continue
-            parts = parts[1:]
-        dur, rest = parts
-        m = re.search(r"([\d.]+) us", dur)
-        text = rest.strip()
-        name = re.sub(r"\s*\[[^]]*\]|\(\)|[{};]|/\*|\*/", "", text).strip()
-        if text.endswith("{"):
-            node = Call(name, ts)
-            (stack[-1].children if stack else roots).append(node)
-            stack.append(node)
-        elif text.startswith("}"):
-            if stack:
-                stack.pop().us = float(m.group(1)) if m else 0.0
-        elif text.endswith(";"):
-            node = Call(name, ts)
-            node.us = float(m.group(1)) if m else 0.0
-            (stack[-1].children if stack else roots).append(node)
-    return roots
-
-
-# The fake ib_core's own steps around the client's calls (bench.c): their children are the
-# client's callees and the core's lookup.
-CORE_WRAPPERS = ("fake_client_acquire", "fake_client_release_ctx", "fake_client_put")
-
-
-def profile_phases(roots):
-    """The bench loop's calls parted by its ktime reads: [(phase, {callee: [calls, us]}, phase us)]."""
-    root = next((r for r in roots if r.name == "fake_bench"), None)
-    if not root:
-        return []
-    # The loop times one iteration from the ktime read just before the core's acquire; the
-    # reads before it (the run's start) are not phases.
-    first = next((i for i, c in enumerate(root.children) if c.name == "fake_client_acquire"), None)
-    if first is None:
-        return []
-    while first > 0 and not root.children[first - 1].name.startswith("ktime_get"):
-        first -= 1
-    phases, cur, cur_us, start = [], None, 0.0, None
-    for c in root.children[max(first - 1, 0):]:
-        if c.name.startswith("ktime_get"):
-            if cur is not None:
-                # With timestamps, the phase is the time between the ktime reads (its untraced
-                # Rust code included); without, the sum of its traced calls.
-                phases.append((cur, c.ts - start if c.ts is not None and start is not None else cur_us))
-            cur, cur_us, start = {}, 0.0, c.ts
-            continue
-        if cur is None:
-            continue
-        cur_us += c.us
-        for callee in (c.children if c.name in CORE_WRAPPERS else [c]):
-            e = cur.setdefault(callee.name, [0, 0.0])
-            e[0] += 1
-            e[1] += callee.us
-    return [(PHASES[i], calls, us_) for i, (calls, us_) in enumerate(phases[:len(PHASES)])]
 
 
 def parse(log):
@@ -126,7 +54,7 @@ def parse(log):
     if profile:
         cases.append({"kind": "profile", "phases": [
             {"phase": p, "traced_us": round(t, 2), "calls": {k: [n, round(u, 2)] for k, (n, u) in calls.items()}}
-            for p, calls, t in profile_phases(parse_profile(profile))]})
+            for p, calls, t in profile_phases(parse_profile(profile), PHASES)]})
     return cases
 
 
@@ -158,13 +86,6 @@ PHASE_CALLS = {"acquire": ["pin"], "get_pages": [], "dma_map": ["dma_map"], "dma
 def own_phases(m):
     """A one-pin module case's phases minus the NVIDIA time inside them (ns)."""
     return {p: m[p + "_ns"] - sum(m.get(f"nv_{k}_ns", 0) for k in PHASE_CALLS[p]) for p in PHASES}
-
-
-def human(n):
-    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= div and n % div == 0:
-            return f"{n // div} {unit}"
-    return str(n)
 
 
 def us(ns):
@@ -443,87 +364,6 @@ def targets(cases):
         ctl = f"; the floor's own: {flo[1] / flo[0]:.2f}x" if flo else ""
         row("2 threads >= 1.7x 1 thread (cost model off)", f"{r:.2f}x{ctl}", r >= 1.7)
     return "| target | measured | |\n|---|---|---|\n" + "\n".join(rows) + "\n"
-
-
-# ---- SVG plots (no third-party library) ----
-
-COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"]
-
-
-def svg_plot(path, title, xlabel, ylabel, series, logy=True):
-    """series: [(label, [(x, y), ...])], log-log axes."""
-    w, h, ml, mr, mt, mb = 720, 420, 80, 190, 40, 55
-    pts = [p for _, s in series for p in s if p[1] > 0]
-    if not pts:
-        return
-    xs = [math.log2(p[0]) for p in pts]
-    ys = [math.log10(p[1]) if logy else p[1] for p in pts]
-    x0, x1 = math.floor(min(xs)), math.ceil(max(xs))
-    y0, y1 = (math.floor(min(ys)), math.ceil(max(ys))) if logy else (0, max(ys) * 1.1)
-    if x1 == x0:
-        x1 += 1
-    if y1 == y0:
-        y1 += 1
-
-    def px(x):
-        return ml + (math.log2(x) - x0) / (x1 - x0) * (w - ml - mr)
-
-    def py(y):
-        v = math.log10(y) if logy else y
-        return h - mb - (v - y0) / (y1 - y0) * (h - mt - mb)
-
-    o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" '
-         f'font-size="12"><rect width="{w}" height="{h}" fill="white"/>',
-         f'<text x="{w / 2}" y="22" text-anchor="middle" font-size="15">{title}</text>']
-    for e in range(x0, x1 + 1, 2 if x1 - x0 > 10 else 1):
-        x = ml + (e - x0) / (x1 - x0) * (w - ml - mr)
-        o.append(f'<line x1="{x:.1f}" y1="{mt}" x2="{x:.1f}" y2="{h - mb}" stroke="#ddd"/>')
-        o.append(f'<text x="{x:.1f}" y="{h - mb + 16}" text-anchor="middle">{human(1 << e)}</text>')
-    if logy:
-        for e in range(y0, y1 + 1):
-            y = h - mb - (e - y0) / (y1 - y0) * (h - mt - mb)
-            o.append(f'<line x1="{ml}" y1="{y:.1f}" x2="{w - mr}" y2="{y:.1f}" stroke="#ddd"/>')
-            o.append(f'<text x="{ml - 6}" y="{y + 4:.1f}" text-anchor="end">{10 ** e:g}</text>')
-    o.append(f'<rect x="{ml}" y="{mt}" width="{w - ml - mr}" height="{h - mt - mb}" fill="none" stroke="#444"/>')
-    o.append(f'<text x="{(ml + w - mr) / 2}" y="{h - 15}" text-anchor="middle">{xlabel}</text>')
-    o.append(f'<text x="18" y="{(mt + h - mb) / 2}" text-anchor="middle" '
-             f'transform="rotate(-90 18 {(mt + h - mb) / 2})">{ylabel}</text>')
-    for i, (label, s) in enumerate(series):
-        col = COLOURS[i % len(COLOURS)]
-        s = [p for p in sorted(s) if p[1] > 0]
-        if not s:
-            continue
-        o.append('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>'
-                 % (col, " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in s)))
-        for x, y in s:
-            o.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="3" fill="{col}"/>')
-        ly = mt + 14 + i * 20
-        o.append(f'<line x1="{w - mr + 12}" y1="{ly}" x2="{w - mr + 36}" y2="{ly}" stroke="{col}" stroke-width="2"/>')
-        o.append(f'<text x="{w - mr + 42}" y="{ly + 4}">{label}</text>')
-    o.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(o) + "\n")
-
-
-def plots(cases, out_dir, kernel):
-    def series(kind, case, key, layout="contiguous", scale=1e-3):
-        return [(c["size"], c[key] * scale) for c in cases
-                if c.get("kind") == kind and c.get("case") == case and c.get("layout") == layout and key in c]
-
-    svg_plot(os.path.join(out_dir, f"registration-time-{kernel}.svg"),
-             f"Registration and deregistration time ({kernel} kernel)",
-             "buffer size (contiguous)", "microseconds (log)",
-             [("module, one pin", series("module", "one-pin", "total_ns")),
-              ("module, probe-then-pin", series("module", "probe-then-pin", "total_ns")),
-              ("floor (P2P calls only)", series("floor", "floor", "total_ns")),
-              ("module overhead", series("module", "one-pin", "overhead_ns")),
-              ("floor's sg fill", series("floor", "floor", "sg_fill_ns"))])
-    svg_plot(os.path.join(out_dir, f"sg-entries-{kernel}.svg"), "sg entries and bytes held per registration",
-             "buffer size (contiguous)", "count / bytes (log)",
-             [("entries, coalesced", series("held", "one-pin", "sg_entries", scale=1)),
-              ("entries, one per page", series("held", "per-page-sg", "sg_entries", scale=1)),
-              ("bytes held, coalesced", series("held", "one-pin", "bytes", scale=1)),
-              ("bytes held, one per page", series("held", "per-page-sg", "bytes", scale=1))])
 
 
 def calibration_text(cases):

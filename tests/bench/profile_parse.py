@@ -1,0 +1,80 @@
+"""make bench's profile: ftrace function_graph output of one registration (the "PROFILE" lines of
+tests/bench/bench-vm.sh) into a call tree, and the bench loop's calls parted by phase. Used by
+report.py.
+"""
+import re
+
+
+class Call:
+    def __init__(self, name, ts=None):
+        self.name, self.ts, self.us, self.children = name, ts, 0.0, []
+
+
+def parse_profile(lines):
+    """ftrace function_graph lines ("[TIMESTAMP |] CPU) DURATION | INDENT call", funcgraph-abstime
+    optional) into a call tree; returns the roots."""
+    roots, stack = [], []
+    for line in lines:
+        parts = line.split("|", 2)
+        if len(parts) < 2:
+            continue
+        ts = None
+        if len(parts) == 3:
+            try:
+                ts = float(parts[0]) * 1e6
+            except ValueError:
+                continue
+            parts = parts[1:]
+        dur, rest = parts
+        m = re.search(r"([\d.]+) us", dur)
+        text = rest.strip()
+        name = re.sub(r"\s*\[[^]]*\]|\(\)|[{};]|/\*|\*/", "", text).strip()
+        if text.endswith("{"):
+            node = Call(name, ts)
+            (stack[-1].children if stack else roots).append(node)
+            stack.append(node)
+        elif text.startswith("}"):
+            if stack:
+                stack.pop().us = float(m.group(1)) if m else 0.0
+        elif text.endswith(";"):
+            node = Call(name, ts)
+            node.us = float(m.group(1)) if m else 0.0
+            (stack[-1].children if stack else roots).append(node)
+    return roots
+
+
+# The fake ib_core's own steps around the client's calls (bench.c): their children are the
+# client's callees and the core's lookup.
+CORE_WRAPPERS = ("fake_client_acquire", "fake_client_release_ctx", "fake_client_put")
+
+
+def profile_phases(roots, names):
+    """The bench loop's calls parted by its ktime reads into the phases NAMES:
+    [(phase, {callee: [calls, us]}, phase us)]."""
+    root = next((r for r in roots if r.name == "fake_bench"), None)
+    if not root:
+        return []
+    # The loop times one iteration from the ktime read just before the core's acquire; the
+    # reads before it (the run's start) are not phases.
+    first = next((i for i, c in enumerate(root.children) if c.name == "fake_client_acquire"), None)
+    if first is None:
+        return []
+    while first > 0 and not root.children[first - 1].name.startswith("ktime_get"):
+        first -= 1
+    phases, cur, cur_us, start = [], None, 0.0, None
+    for c in root.children[max(first - 1, 0):]:
+        if c.name.startswith("ktime_get"):
+            if cur is not None:
+                # With timestamps, the phase is the time between the ktime reads (its untraced
+                # Rust code included); without, the sum of its traced calls.
+                phases.append((cur, c.ts - start if c.ts is not None and start is not None else cur_us))
+            cur, cur_us, start = {}, 0.0, c.ts
+            continue
+        if cur is None:
+            continue
+        cur_us += c.us
+        for callee in (c.children if c.name in CORE_WRAPPERS else [c]):
+            e = cur.setdefault(callee.name, [0, 0.0])
+            e[0] += 1
+            e[1] += callee.us
+    return [(names[i], calls, us_) for i, (calls, us_) in enumerate(phases[:len(names)])]
