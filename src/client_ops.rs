@@ -29,12 +29,12 @@ const fn kind<const PERSISTENT: bool>() -> ClientKind {
     }
 }
 
-/// An unknown context from ib_core: logged once and counted. Contexts are ids, counted up
-/// from 1; a value beyond `u32::MAX` is no id of ours and may be a kernel address, which the
+/// An unknown context from ib_core: logged once and counted. An id never has its top bit set
+/// (`registry.rs`); a value with it set is no id of ours and may be a kernel address, which the
 /// log must not show.
 fn refuse(kind: ClientKind, client_context: *mut c_void, op: &str) {
     let value = client_context as usize;
-    if value <= u32::MAX as usize {
+    if value >> (usize::BITS - 1) == 0 {
         pr_err!("{}: unknown client context {} from ib_core\n", op, value);
     } else {
         pr_err!(
@@ -46,7 +46,7 @@ fn refuse(kind: ClientKind, client_context: *mut c_void, op: &str) {
 }
 
 /// The context handed to ib_core for a buffer this module claimed without the memory to track
-/// it (ids count up from 1 and never reach it; NULL stays an unknown context): `get_pages`
+/// it (no id has its top bit set; NULL stays an unknown context): `get_pages`
 /// fails it with ENOMEM and `release` has nothing to give back. Declining instead would let
 /// ib_core ask the next client, and nv_mem_nc would pin an MR's GPU memory persistently: a
 /// registration that cudaFree never invalidates (Documentation/design.md, "Out of memory in
@@ -93,7 +93,7 @@ fn acquire(
         return 0;
     }
     let registry = &crate::globals().registry;
-    let ctx = match Context::new(registry.new_id(), addr, size, kind) {
+    let ctx = match registry.insert_new(|id| Context::new(id, addr, size, kind)) {
         Ok(ctx) => ctx,
         Err(e) => {
             pr_err!(
@@ -113,6 +113,7 @@ fn acquire(
         Ok(()) => {}
         Err(e) if e == EINVAL || (e == eopnotsupp() && kind == ClientKind::Persistent) => {
             count(kind, Counter::ErrNotMine);
+            drop(registry.remove(ctx.id));
             return 0;
         }
         Err(e) => crate::dbg_log!(
@@ -123,17 +124,6 @@ fn acquire(
         ),
     }
     let id = ctx.id;
-    if let Err(e) = registry.insert(ctx.clone()) {
-        pr_err!(
-            "acquire {:#x} (+{:#x}): no memory to record the context ({:?}): the registration fails with ENOMEM\n",
-            addr,
-            size,
-            e
-        );
-        // Gives back the pin `claim` kept.
-        ctx.release();
-        return claim_without_memory(kind, client_context);
-    }
     // SAFETY: ib_core passes a valid out-pointer (checked non-NULL above).
     unsafe { *client_context = id as *mut c_void };
     crate::dbg_log!("acquire {:#x} (+{:#x}): context {}\n", addr, size, id);

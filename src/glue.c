@@ -12,6 +12,7 @@
 #include <linux/sched.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
+#include <linux/xarray.h>
 
 int nvpm_param_enable_dbg(void);
 int nvpm_param_peerdirect_support(void);
@@ -35,6 +36,10 @@ size_t nvpm_sg_bytes(const struct sg_table *own);
 size_t nvpm_alloc_bytes(size_t size);
 int nvpm_current_tgid(void);
 int nvpm_user_errno(int err);
+void nvpm_slots_init(struct xarray *xa);
+int nvpm_slots_reserve(struct xarray *xa, u32 *index);
+void *nvpm_slots_find(struct xarray *xa, unsigned long *index);
+size_t nvpm_slots_entry_bytes(void);
 
 /*
  * Shown by modinfo and in /sys/module/nv_peer_mem/version (the service's status reads it); the
@@ -260,6 +265,34 @@ void nvpm_sg_destroy(struct sg_table *own)
 unsigned int nvpm_sg_nents(const struct sg_table *own)
 {
 	return own->nents;
+}
+
+/*
+ * The registry's XArray (slots.rs), allocating its indices from 1. Index 0 would live in the
+ * array's head, without a node: a registration alone would then allocate nothing and one beside
+ * another would, and the allocations of a registration would depend on what else is live.
+ */
+void nvpm_slots_init(struct xarray *xa)
+{
+	xa_init_flags(xa, XA_FLAGS_ALLOC1);
+}
+
+/* Reserves the lowest free index (a zero entry, read back as NULL) from 1 to INT_MAX. */
+int nvpm_slots_reserve(struct xarray *xa, u32 *index)
+{
+	return xa_alloc(xa, index, NULL, XA_LIMIT(1, INT_MAX), GFP_KERNEL);
+}
+
+/* The first present entry at or after *@index (reserved ones skipped), or NULL. */
+void *nvpm_slots_find(struct xarray *xa, unsigned long *index)
+{
+	return xa_find(xa, index, ULONG_MAX, XA_PRESENT);
+}
+
+/* A slot's share of its XArray node (a node holds XA_CHUNK_SIZE slots). */
+size_t nvpm_slots_entry_bytes(void)
+{
+	return sizeof(struct xa_node) / XA_CHUNK_SIZE;
 }
 
 /* The running process, as NVIDIA's P2P API identifies it (token 0 lookups). */

@@ -21,6 +21,7 @@ mod registrations_view;
 mod registry;
 mod revoke;
 mod sg;
+mod slots;
 mod stats;
 
 use client_kind::ClientKind;
@@ -105,9 +106,11 @@ impl kernel::Module for NvPeerMem {
         let persistent = PersistentSupport::probe();
         let has_persistent = persistent.available();
         let persistent_only = params::persistent_only() && has_persistent;
+        let registry =
+            Registry::new().inspect_err(|e| pr_err!("no memory for the registry: {:?}\n", e))?;
         let globals = KBox::pin_init(
             pin_init!(Globals {
-                registry <- Registry::new(),
+                registry <- registry,
                 persistent,
                 persistent_only,
             }),

@@ -51,9 +51,9 @@ impl Context {
                 PageTable::get_persistent(&crate::globals().persistent, self.va, self.len)
             }
             ClientKind::Invalidating => {
-                crate::globals().registry.arm(self.clone())?;
-                // SAFETY: the callback finds the context by id among the armed ones, where it
-                // stays until the callback ran or the pin is released (`registry.rs`).
+                crate::globals().registry.arm(self)?;
+                // SAFETY: the callback finds the context by id in the registry, which keeps it
+                // armed until the callback ran or the pin is released (`registry.rs`).
                 let res = unsafe {
                     PageTable::get_revocable(
                         self.va,

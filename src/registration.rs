@@ -6,6 +6,7 @@
 //! `context.rs`.
 
 use core::ffi::c_int;
+use core::sync::atomic::AtomicU8;
 use kernel::new_mutex;
 use kernel::prelude::*;
 use kernel::sync::{Arc, Mutex};
@@ -91,6 +92,9 @@ pub(crate) struct Context {
     pub(crate) created_ns: u64,
     #[pin]
     pub(crate) phase: Mutex<Phase>,
+    /// For whom the registry keeps it (`registry::HeldFor` bits); changed only under the
+    /// registry's lock.
+    pub(crate) held_for: AtomicU8,
     /// Keeps the module loaded for as long as ib_core or NVIDIA can call in for this context.
     _module: ModuleRef,
 }
@@ -138,6 +142,7 @@ impl Context {
                 kind,
                 created_ns: now_ns(),
                 phase <- new_mutex!(Phase::Acquired),
+                held_for: AtomicU8::new(0),
                 _module: ModuleRef::take(),
             }),
             GFP_KERNEL,

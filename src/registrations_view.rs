@@ -18,6 +18,7 @@ extern "C" {
     fn nvpm_debugfs_create();
     fn nvpm_debugfs_destroy();
     fn nvpm_alloc_bytes(size: usize) -> usize;
+    fn nvpm_slots_entry_bytes() -> usize;
 }
 
 /// Writes into the seq_file being shown.
@@ -95,6 +96,12 @@ fn show(w: &mut SeqWriter, contexts: &[Arc<Context>]) -> core::fmt::Result {
     Ok(())
 }
 
+/// A registry slot's share of its XArray node, which holds 64 (`registry.rs`).
+fn slot_bytes() -> usize {
+    // SAFETY: no requirement.
+    unsafe { nvpm_slots_entry_bytes() }
+}
+
 /// Bytes the allocator gives for an allocation of `size` (its kmalloc size class).
 fn alloc_bytes(size: usize) -> usize {
     // SAFETY: a pure function of its argument.
@@ -103,27 +110,13 @@ fn alloc_bytes(size: usize) -> usize {
 
 impl Context {
     /// Bytes this module holds for the registration in `phase`: the context, its registry
-    /// entries and the sg list, as the allocator gives them (each object's size class; NVIDIA's
+    /// slot and the sg list, as the allocator gives them (each object's size class; NVIDIA's
     /// page table and mapping are not ours). `make bench` checks it against the slab caches'
     /// growth over 10 000 registrations (Documentation/performance.md).
     pub(crate) fn held_bytes(&self, phase: &Phase) -> usize {
-        // A registry entry: `RBTreeNode`'s node, a key and an `Arc`.
-        let node = alloc_bytes(
-            core::mem::size_of::<kernel::bindings::rb_node>() + 2 * core::mem::size_of::<usize>(),
-        );
-        // The context's `Arc` allocation: a refcount beside the context.
-        let mut bytes =
-            alloc_bytes(core::mem::size_of::<Self>() + core::mem::size_of::<usize>()) + node;
-        let pinned_with_callback = match phase {
-            Phase::Claimed(pin)
-            | Phase::Pinned(pin)
-            | Phase::Orphaned(pin)
-            | Phase::Mapped(pin, _) => pin.table.is_revocable(),
-            _ => false,
-        };
-        if pinned_with_callback {
-            bytes += node;
-        }
+        // The context's `Arc` allocation (a refcount beside the context) and its registry slot.
+        let mut bytes = alloc_bytes(core::mem::size_of::<Self>() + core::mem::size_of::<usize>())
+            + slot_bytes();
         match phase {
             Phase::Mapped(_, m) => bytes += m.sg.bytes(),
             Phase::Revoked(Some(sg)) => bytes += sg.bytes(),

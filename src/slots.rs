@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The registry's table: contexts by index in an XArray, through its C API (6.12 has no Rust
+//! abstraction for it). An entry present in the table owns one reference to its context.
+
+use kernel::bindings;
+use kernel::error::to_result;
+use kernel::ffi::{c_int, c_ulong, c_void};
+use kernel::prelude::*;
+use kernel::sync::{Arc, ArcBorrow};
+use kernel::types::Opaque;
+
+use crate::registration::Context;
+
+extern "C" {
+    fn nvpm_slots_init(xa: *mut bindings::xarray);
+    fn nvpm_slots_reserve(xa: *mut bindings::xarray, index: *mut u32) -> c_int;
+    fn nvpm_slots_find(xa: *mut bindings::xarray, index: *mut c_ulong) -> *mut c_void;
+}
+
+/// Contexts by index, from 1 (`nvpm_slots_init`). Not `Sync`: the registry's mutex serializes
+/// every call, so no call can drop an entry's reference while another reads the entry.
+pub(crate) struct Slots {
+    /// Boxed: the XArray's nodes point back to it.
+    xa: Pin<KBox<Opaque<bindings::xarray>>>,
+}
+
+// SAFETY: the XArray and the contexts it references may be used from any thread (`Context` is
+// `Send + Sync`); it is sharing a `&Slots` that needs the registry's mutex, and `Slots` is not
+// `Sync`.
+unsafe impl Send for Slots {}
+
+impl Slots {
+    pub(crate) fn new() -> Result<Self> {
+        // SAFETY: `xa` is valid for writes; it is initialized here, before any other use.
+        let init = Opaque::ffi_init(|xa| unsafe { nvpm_slots_init(xa) });
+        Ok(Self {
+            xa: KBox::pin_init(init, GFP_KERNEL)?,
+        })
+    }
+
+    /// Reserves the lowest free index for [`Self::fill`] or [`Self::unreserve`]. Allocates a
+    /// node of the XArray when no node has room for it.
+    pub(crate) fn reserve(&self) -> Result<u32> {
+        let mut index = 0;
+        // SAFETY: `xa` was initialized in `new`; `index` is valid for writes.
+        to_result(unsafe { nvpm_slots_reserve(self.xa.get(), &mut index) })?;
+        Ok(index)
+    }
+
+    /// Puts `ctx`, with the reference it carries, at a reserved `index`.
+    pub(crate) fn fill(&self, index: u32, ctx: Arc<Context>) {
+        let entry = Arc::into_raw(ctx).cast_mut().cast::<c_void>();
+        // SAFETY: `xa` was initialized. A reserved index has its slot in a node already, so
+        // the store replaces the reservation without allocating and cannot fail; `entry` is
+        // 8-byte aligned, which the XArray needs of a pointer it stores.
+        let old = unsafe {
+            bindings::xa_store(self.xa.get(), index as usize, entry, bindings::GFP_NOWAIT)
+        };
+        debug_assert!(old.is_null());
+    }
+
+    /// Gives back a reserved `index` that was never filled.
+    pub(crate) fn unreserve(&self, index: u32) {
+        // SAFETY: `xa` was initialized; a reservation owns no reference.
+        unsafe { bindings::xa_erase(self.xa.get(), index as usize) };
+    }
+
+    /// A new reference to the context at `index`.
+    pub(crate) fn get(&self, index: u32) -> Option<Arc<Context>> {
+        // SAFETY: `xa` was initialized.
+        let entry = unsafe { bindings::xa_load(self.xa.get(), index as usize) };
+        // SAFETY: `entry` was read from the table just now, and no other call can take it out
+        // before this one returns.
+        unsafe { Self::clone_entry(entry) }
+    }
+
+    /// Takes the context at `index` out of the table, with the reference its entry owned.
+    pub(crate) fn take(&self, index: u32) -> Option<Arc<Context>> {
+        // SAFETY: `xa` was initialized.
+        let entry = unsafe { bindings::xa_erase(self.xa.get(), index as usize) };
+        if entry.is_null() {
+            return None;
+        }
+        // SAFETY: `entry` came from `Arc::into_raw` in `fill`, and erasing it handed its
+        // reference to us.
+        Some(unsafe { Arc::from_raw(entry.cast::<Context>()) })
+    }
+
+    /// A new reference to the first context at an index from `*index` on; `*index` becomes
+    /// its index.
+    pub(crate) fn next(&self, index: &mut usize) -> Option<Arc<Context>> {
+        let mut at: c_ulong = *index;
+        // SAFETY: `xa` was initialized; `at` is valid for reads and writes.
+        let entry = unsafe { nvpm_slots_find(self.xa.get(), &mut at) };
+        *index = at;
+        // SAFETY: as in `get`.
+        unsafe { Self::clone_entry(entry) }
+    }
+
+    /// # Safety
+    ///
+    /// `entry` is NULL or an entry of the table whose reference nothing drops while this runs.
+    unsafe fn clone_entry(entry: *mut c_void) -> Option<Arc<Context>> {
+        if entry.is_null() {
+            return None;
+        }
+        // SAFETY: `entry` came from `Arc::into_raw` in `fill` and its reference stays while
+        // this runs (the caller's promise).
+        let ctx = unsafe { ArcBorrow::from_raw(entry.cast::<Context>()) };
+        Some(ctx.into())
+    }
+}
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        // The table is empty by now: every context holds a reference on the module.
+        // SAFETY: `xa` was initialized and nothing uses it any more.
+        unsafe { bindings::xa_destroy(self.xa.get()) };
+    }
+}
