@@ -87,9 +87,11 @@ static void fnv_tomb_add(const struct fnv_table *t, enum fnv_death how)
 	u64 seq = atomic64_inc_return(&fnv_death_seq);
 	struct fnv_tomb *tomb;
 
-	tomb = kzalloc(sizeof(*tomb), GFP_KERNEL);
-	if (!tomb)
-		return;
+	/*
+	 * The detector's own record, not the real driver's: never failed (the sweep's failslab
+	 * skips __GFP_NOFAIL), so that no injected failure blinds it.
+	 */
+	tomb = kzalloc(sizeof(*tomb), GFP_KERNEL | __GFP_NOFAIL);
 	tomb->ptr = &t->pt;
 	tomb->va = t->va;
 	tomb->len = t->len;
