@@ -48,6 +48,12 @@ else
 	echo "sweep: no __create_object/__alloc_object in kallsyms: kmemleak's own allocations are counted too"
 fi
 echo N >$FS/ignore-gfp-wait
+# The probability path fails nothing (probability 0) but in twice(), and there only in the
+# armed step of the failnth process (task-filter, make-it-fail).
+echo 0 >$FS/probability
+echo Y >$FS/task-filter
+echo 1 >$FS/interval
+echo 0 >$FS/space
 echo 32 >$FS/stacktrace-depth
 echo 2 >$FS/verbose
 echo 0 >$FS/verbose_ratelimit_interval_ms
@@ -78,6 +84,9 @@ judge() {
 	grep -E "$KERNEL_REPORTS" /tmp/sweep.log |
 		grep -Ev '^<[0-9]+>\[ *[0-9.]+\] +(\? )?[A-Za-z0-9_.]+\+0x[0-9a-f]+/0x[0-9a-f]+( \[[a-z_0-9]+\])?$' |
 		sed 's/^/KLOG: /'
+	# Whether the injection left a report at all: not when the allocation asked for quiet
+	# (__GFP_NOWARN).
+	traced=$(grep -c 'FAULT_INJECTION: forcing a failure\|fake_nvidia: .*: injected failure' /tmp/sweep.log)
 	# The first nv_peer_mem frame after the injection's report (unreliable "?" frames skipped).
 	site=$(awk '/FAULT_INJECTION: forcing a failure|fake_nvidia: .*: injected failure/ { f = 1; next }
 		f && /\[nv_peer_mem\]/ && !/ \? / {
@@ -144,6 +153,8 @@ slab() {
 			else
 				hi=$n hi_site=$site # another site after a leap: its first run is in (prev, n]
 			fi
+			# The n-th failed without a report and the steps went on: fail the next one too.
+			[ "$traced" != 0 ] || [ "$rc" != 0 ] || twice "$phase" "$after" "$@"
 		fi
 		if [ $hi -gt $((prev + 1)) ]; then
 			n=$(((prev + hi) / 2))
@@ -159,6 +170,27 @@ slab() {
 	done
 	echo "sweep: $phase: $runs runs, allocations under module code up to n=$((n - 1))"
 	check "$phase: the sweep ended (run $n made no allocation it could fail)" test $n -le $MAX_N
+}
+
+# twice PHASE AFTER STEP...: run n again, failing the allocation after the n-th as well. For a
+# run whose n-th allocation failed without a report (__GFP_NOWARN) and whose steps all went
+# on: a callee that tries a quiet allocation first and another when it fails, as the XArray
+# does for its nodes (lib/xarray.c: xas_alloc, then __xas_nomem with the caller's flags). One
+# injected failure never fails such a call; two in a row do, and the second reports. failslab
+# fails the n-th through fail-nth (times 2 -> 1) and the next through its probability path,
+# only in the failnth process's armed step (make-it-fail, FAILNTH_TWICE) (times 1 -> 0).
+twice() {
+	tw_phase=$1 tw_after=$2
+	shift 2
+	klog_flush
+	echo 2 >$FS/times
+	echo 100 >$FS/probability
+	FAILNTH_TWICE=1 /bin/failnth $n "$@" >/tmp/sweep.out 2>&1
+	echo 0 >$FS/probability
+	tw_rc=$(sed -n 's/^rc=\([0-9]*\) left=.*/\1/p' /tmp/sweep.out)
+	eval "$tw_after" >/dev/null 2>&1
+	judge "$tw_phase" slab-twice $n "$tw_rc" "$(cat /tmp/sweep.out)"
+	runs=$((runs + 1))
 }
 
 # nvfail OP STEP...: the k-th call of nvidia.ko's OP fails, k = 1, 2, ... until the steps make

@@ -17,6 +17,11 @@
  * Prints "rc=E left=K" for the armed step: E is 0 or the errno it failed with, K the count
  * left in fail-nth (0: the N-th injection point was reached and failed; more: the step made
  * fewer than N calls). Exit status 0 unless a step could not be run at all.
+ *
+ * With FAILNTH_TWICE in the environment the task's make-it-fail is set while fail-nth is
+ * armed, so that the attribute's probability path (which the sweep sets to fail the next
+ * allocation, failslab/times) also fails the injection point after the N-th: for a callee that
+ * tries a quiet allocation first and then, failed, tries again (the XArray's nodes).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,12 +34,16 @@
 #include <unistd.h>
 
 static int failnth_fd = -1;
+/* With FAILNTH_TWICE set: /proc/thread-self/make-it-fail, set while fail-nth is armed. */
+static int twice_fd = -1;
 
 static int arm(unsigned int n)
 {
 	char buf[16];
 	int len = snprintf(buf, sizeof(buf), "%u", n);
 
+	if (twice_fd >= 0 && pwrite(twice_fd, n ? "1" : "0", 1, 0) != 1)
+		return -1;
 	return pwrite(failnth_fd, buf, len, 0) == len ? 0 : -1;
 }
 
@@ -121,6 +130,13 @@ int main(int argc, char **argv)
 	if (failnth_fd < 0) {
 		perror("failnth: /proc/thread-self/fail-nth");
 		return 2;
+	}
+	if (getenv("FAILNTH_TWICE")) {
+		twice_fd = open("/proc/thread-self/make-it-fail", O_WRONLY);
+		if (twice_fd < 0) {
+			perror("failnth: /proc/thread-self/make-it-fail");
+			return 2;
+		}
 	}
 	/*
 	 * All steps on CPU 0. The IOMMU keeps freed IOVAs in per-CPU caches: when deregistration
