@@ -169,8 +169,8 @@ def main():
             command, when, "; ".join("%s (scenario %s)" % (w, "passed" if rc == 0 else "FAILED")
                                      for w, rc, _ in swept)), ""]
         out += [l for l in lines if l.startswith("sites:")] + [""]
-        out.append("| site (function, return offset) | class | callee | runs | phases | errnos seen | behaved |")
-        out.append("|---|---|---|---|---|---|---|")
+        out.append("| site (function, return offset) | class | callee | runs | phases | errnos seen | errnos expected | behaved |")
+        out.append("|---|---|---|---|---|---|---|---|")
         for l in lines:
             if l.startswith("sweep: ") and " | " in l and not l.startswith("sweep: site |"):
                 cells = l[len("sweep: "):].split(" | ")
