@@ -272,7 +272,8 @@ def tables(cases):
 
 def class_bytes(cases):
     """(bytes, text) of the kmalloc objects a registration added, per size class rounded to whole
-    objects, from the bench's kmalloc_objects_per_100_registrations; None without it."""
+    objects, from the bench's kmalloc_objects_per_100_registrations, and its share of the XArray
+    nodes the 10 000 registrations added; None without the kmalloc figures."""
     info = next((c for c in cases if c.get("kind") == "info" and "kmalloc_objects_per_100_registrations" in c), None)
     if not info or not isinstance(info["kmalloc_objects_per_100_registrations"], str):
         return None
@@ -287,6 +288,12 @@ def class_bytes(cases):
         if objects:
             total += objects * size
             parts.append(f"{objects} x {size}")
+    # The registry's XArray nodes, 64 slots each: a fraction of a node per registration.
+    xa = next((c for c in cases if c.get("kind") == "info" and "xarray_nodes_per_10000_registrations" in c), None)
+    if xa and xa["xarray_nodes_per_10000_registrations"] > 0:
+        nodes, size = xa["xarray_nodes_per_10000_registrations"], xa["xarray_node_bytes"]
+        total += round(nodes * size / 10000)
+        parts.append(f"{nodes}/10000 x {size} (XArray nodes)")
     return total, " + ".join(parts)
 
 

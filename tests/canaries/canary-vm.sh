@@ -3,8 +3,8 @@
 # report through the fake nvidia.ko ("canary KIND"), and passes only where the judge
 # (tests/vm/parse-log.py) failed the scenario that met the report, with the report itself among
 # the lines it judged. Hosts: a scenario that drains the log (canary.sh), one that throws it
-# away (only the kernel's flags can tell), a run of the fault-injection sweep and a race of the
-# in-kernel stress. Lockdep reports once per boot and then switches itself off: two boots.
+# away (only the kernel's flags can tell), a run of the fault-injection sweep, a race of the
+# in-kernel stress and make bench's VM (bench-vm). Lockdep reports once per boot and then switches itself off: two boots.
 # usage: canary-vm.sh KBUILD INITRD WORK APPEND
 # Prints "PASS canary:<host>" when every report planted there failed it, "FAIL ..." otherwise.
 set -uo pipefail
@@ -79,6 +79,6 @@ boot 1 "$append" canary-discarded-warn=flag:taint canary-drained-ubsan=log:ubsan
 	canary-drained-list=log:list canary-drained-violation=log:violation canary-drained-hung=log:hung \
 	canary-discarded-lockdep=flag:debug_locks canary-discarded-kasan=flag:taint
 boot 2 "$append nvpm.canary=$all nvpm.stress_iters=100" canary-drained-lockdep=log:lockdep \
-	30-sweep="log:${all//,/ }" 29-stress="log:${all//,/ }" canary-drained-warn=log:warn \
+	30-sweep="log:${all//,/ }" 29-stress="log:${all//,/ }" bench-vm="log:${all//,/ }" canary-drained-warn=log:warn \
 	canary-drained-kasan=log:kasan
 exit $failed

@@ -19,17 +19,17 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 . "$here/../kernel/env.sh"
-bench=0 mode=()
-[ "${1:-}" != --bench ] || { bench=1 mode=(--bench); shift; }
+bench= # --bench or empty
+[ "${1:-}" != --bench ] || { bench=--bench; shift; }
 [ $# = 1 ] || { echo "usage: $0 [--bench] PACKAGES" >&2; exit 2; }
 if [ "$(id -u)" != 0 ]; then
 	exec sudo NVPM_CACHE="$NVPM_CACHE" NVPM_DEBIAN_MIRROR="${NVPM_DEBIAN_MIRROR:-}" \
 		NVPM_BENCH_GPU_MIB="${NVPM_BENCH_GPU_MIB:-}" NVPM_BENCH_COST_PCT="${NVPM_BENCH_COST_PCT:-}" \
-		NVPM_BENCH_TIMEOUT="${NVPM_BENCH_TIMEOUT:-}" "$0" "${mode[@]}" "$1"
+		NVPM_BENCH_TIMEOUT="${NVPM_BENCH_TIMEOUT:-}" "$0" ${bench:+"$bench"} "$1"
 fi
 packages=$(cd "$1" && pwd)
 work=${NVPM_WORK:-$NVPM_CACHE/work}/stock
-[ $bench = 0 ] || work=$work-bench
+[ -z "$bench" ] || work=$work-bench
 root=$work/root
 log=$work/stock.log
 failed=0
@@ -83,7 +83,7 @@ refuses() { # refuses NAME EXPECTED-TEXT [VAR=value...] [-- KDIR]
 		result PASS "rust-tree-refuses-$name"
 	else result FAIL "rust-tree-refuses-$name" "exit $rc, left '${left}', said: $(paste -sd ' ' <<<"$out")"; fi
 }
-if [ "$bench" = 0 ]; then
+if [ -z "$bench" ]; then
 	printf '#!/bin/sh\necho "rustc 1.96.1 (ed61e7d7e 2026-10-01) (built from a source tarball)"\n' >"$root/tmp/other-rustc"
 	mkdir -p "$root/tmp/linux-7.2.12" "$root/tmp/no-rust/include/config" "$root/mnt/ro" "$root/mnt/small"
 	printf 'kernelversion:\n\t@echo 7.2.12\n' >"$root/tmp/linux-7.2.12/Makefile"
@@ -226,7 +226,7 @@ disk=$work/disk.img
 mke2fs -q -F -t ext4 -L stock -d "$root" "$disk" "${size}M" >>"$log" 2>&1 || fatal disk "mke2fs failed; see $log"
 
 # --- make bench: one boot, the benchmark on the production kernel -------------------------
-if [ $bench = 1 ]; then
+if [ -n "$bench" ]; then
 	calib=$("$top/tests/bench/host-calibration.sh" "$root/usr/local/bin/calibrate") ||
 		fatal calibration "the host's calibration run failed"
 	NVPM_GPU_MIB=${NVPM_BENCH_GPU_MIB:-1024} NVPM_VM_TIMEOUT=${NVPM_BENCH_TIMEOUT:-5400} NVPM_VM_DISK=$disk \
