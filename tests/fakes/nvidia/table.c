@@ -346,10 +346,11 @@ static const char *const fnv_death_before[] = {
 
 /*
  * Report a page table pointer that is not a live object and return
- * -EINVAL; 0 for FNV_PT_TABLE. A table that died while the call waited for
- * a lock is what the real driver would use after free without any fault of
- * the caller's sequencing being visible to it: a hazard of the real driver.
- * One that died before the call started is a client bug.
+ * -EINVAL; 0 for FNV_PT_TABLE. A table its free callback freed while a call
+ * that takes the API lock waited for it is what the real driver would use
+ * after free whatever the client does: a hazard of the real driver. Any
+ * other table that died during the call, or one that died before the call
+ * started (but for the exception below), is a client bug.
  */
 int fnv_table_report(const char *op, enum fnv_pt_state st,
 		     const struct fnv_tomb *tomb,
@@ -362,9 +363,22 @@ int fnv_table_report(const char *op, enum fnv_pt_state st,
 	case FNV_PT_TABLE:
 		return 0;
 	case FNV_PT_DIED_DURING:
-		fnv_stats.hazards++;
-		pr_err("REAL-DRIVER-HAZARD: %s: page table of va=0x%llx was %s while this call waited for %s (use after free in the real driver)\n",
-		       op, tomb->va, fnv_death_during[tomb->how], lock);
+		/*
+		 * The driver's own window is only a table its free callback freed while a call
+		 * that takes the API lock waited for it: the free path holds that lock across the
+		 * callback, so the callback cannot wait for the call. Anything else a client can
+		 * order: a table put or freed by another of its threads, or freed after its
+		 * callback while dma_unmap_pages ran (that call takes no API lock, so the
+		 * callback can wait for an unmap in flight).
+		 */
+		if (tomb->how == FNV_DIED_CALLBACK && fnv_op_takes_api_lock(op)) {
+			fnv_stats.hazards++;
+			pr_err("REAL-DRIVER-HAZARD: %s: page table of va=0x%llx was %s while this call waited for %s (use after free in the real driver)\n",
+			       op, tomb->va, fnv_death_during[tomb->how], lock);
+			return -EINVAL;
+		}
+		fnv_violation("%s: page table of va=0x%llx was %s while this call ran (use after free in the real driver; the client can order it)\n",
+			      op, tomb->va, fnv_death_during[tomb->how]);
 		return -EINVAL;
 	case FNV_PT_DIED_BEFORE:
 		/*
