@@ -268,9 +268,8 @@ unsigned int nvpm_sg_nents(const struct sg_table *own)
 }
 
 /*
- * The registry's XArray (slots.rs), allocating its indices from 1. Index 0 would live in the
- * array's head, without a node: a registration alone would then allocate nothing and one beside
- * another would, and the allocations of a registration would depend on what else is live.
+ * The registry's XArray (slots.rs), allocating its indices from 1 (slots.rs reserves index 1
+ * for good, so the first node stays; index 0 would live in the array's head, without one).
  */
 void nvpm_slots_init(struct xarray *xa)
 {

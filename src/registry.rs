@@ -13,7 +13,8 @@
 //!
 //! The id is the slot's index in its low 32 bits and a generation number above them. Indices
 //! are taken again, the lowest free one first, so the table stays dense (10 000 live
-//! registrations fill 157 nodes of 64 slots, and a lookup reads three nodes); generations
+//! registrations fill 157 nodes of 64 slots, and a lookup reads three nodes; up to 62 live
+//! registrations share the node that the table keeps from load to unload); generations
 //! count up, so a stale id is refused even when its index has been taken again (until the
 //! 31-bit generation wraps, 2^31 registrations later). An id never has its top bit set, which
 //! every kernel address has.

@@ -31,12 +31,18 @@ pub(crate) struct Slots {
 unsafe impl Send for Slots {}
 
 impl Slots {
+    /// An empty table but for index 1, reserved for good: its node stays, so that registrations
+    /// allocate nothing here while fewer than 63 are live (an empty XArray would allocate a
+    /// node for a lone registration and free it through RCU when it goes).
     pub(crate) fn new() -> Result<Self> {
         // SAFETY: `xa` is valid for writes; it is initialized here, before any other use.
         let init = Opaque::ffi_init(|xa| unsafe { nvpm_slots_init(xa) });
-        Ok(Self {
+        let slots = Self {
             xa: KBox::pin_init(init, GFP_KERNEL)?,
-        })
+        };
+        // Index 1, the first free one; never filled, so nothing ever finds it.
+        slots.reserve()?;
+        Ok(slots)
     }
 
     /// Reserves the lowest free index for [`Self::fill`] or [`Self::unreserve`]. Allocates a
@@ -114,7 +120,8 @@ impl Slots {
 
 impl Drop for Slots {
     fn drop(&mut self) {
-        // The table is empty by now: every context holds a reference on the module.
+        // Nothing but the reserved index is left: every context holds a reference on the
+        // module. A reservation owns no reference.
         // SAFETY: `xa` was initialized and nothing uses it any more.
         unsafe { bindings::xa_destroy(self.xa.get()) };
     }
