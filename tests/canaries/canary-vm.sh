@@ -5,6 +5,9 @@
 # the lines it judged. Hosts: a scenario that drains the log (canary.sh), one that throws it
 # away (only the kernel's flags can tell), a run of the fault-injection sweep, a race of the
 # in-kernel stress and make bench's VM (bench-vm). Lockdep reports once per boot and then switches itself off: two boots.
+# Beside them, the misbehaving clients (canary-misuse-*): one client bug each, which the
+# double must report. The first boot runs R515's nvidia.ko, the generation whose put_pages
+# reads the table (a put from two threads is a use after free there, harmless from R535 on).
 # usage: canary-vm.sh KBUILD INITRD WORK APPEND
 # Prints "PASS canary:<host>" when every report planted there failed it, "FAIL ..." otherwise.
 set -uo pipefail
@@ -22,6 +25,11 @@ signature() {
 	violation) echo 'FAKE-VIOLATION: canary' ;;
 	lockdep) echo 'possible circular locking dependency' ;;
 	hung) echo 'INFO: task .* blocked for more than' ;;
+	# The misbehaving clients (tests/fakes/nvidia/misuse.c), as the double reports each bug.
+	read-failed-table) echo 'KASAN: [a-z-]*use-after-free in fnv_misuse_read_failed_table' ;;
+	put-in-callback) echo 'FAKE-VIOLATION: put_pages: called from inside a free callback' ;;
+	unmap-after-callback) echo 'FAKE-VIOLATION: dma_unmap_pages: page table of va=0x6d0000000000 was freed .* while this call ran' ;;
+	put-twice) echo 'FAKE-VIOLATION: put_pages: page table of va=0x6d0000000000 was put by another thread while this call ran' ;;
 	esac
 }
 # block LOG SCENARIO: the scenario's lines in the console log
@@ -75,10 +83,17 @@ boot() {
 # stress's drains hand on what matches the judge's list whatever the kind (lockdep's was shown
 # in the first two hosts): they share a boot after lockdep's canary.
 all="warn,ubsan,list,violation,kasan"
-boot 1 "$append" canary-discarded-warn=flag:taint canary-drained-ubsan=log:ubsan \
-	canary-drained-list=log:list canary-drained-violation=log:violation canary-drained-hung=log:hung \
+first_append=
+for w in $append; do
+	case $w in nvpm.nvidia=*) w=nvpm.nvidia=r515 ;; esac
+	first_append+="${first_append:+ }$w"
+done
+boot 1 "$first_append" canary-discarded-warn=flag:taint \
+	canary-drained-ubsan=log:ubsan canary-drained-list=log:list canary-drained-violation=log:violation \
+	canary-drained-hung=log:hung canary-misuse-put-in-callback=log:put-in-callback \
+	canary-misuse-unmap-after-callback=log:unmap-after-callback canary-misuse-put-twice=log:put-twice \
 	canary-discarded-lockdep=flag:debug_locks canary-discarded-kasan=flag:taint
 boot 2 "$append nvpm.canary=$all nvpm.stress_iters=100" canary-drained-lockdep=log:lockdep \
 	30-sweep="log:${all//,/ }" 29-stress="log:${all//,/ }" bench-vm="log:${all//,/ }" canary-drained-warn=log:warn \
-	canary-drained-kasan=log:kasan
+	canary-drained-kasan=log:kasan canary-misuse-read-failed-table=log:read-failed-table
 exit $failed

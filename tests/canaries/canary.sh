@@ -7,13 +7,19 @@
 #   canary-discarded-KIND  the log is hidden from the judge (DISCARDED lines): only the
 #                          kernel's flags (taint, debug_locks), which init checks after every
 #                          scenario, can tell.
-# KIND: warn kasan lockdep ubsan list violation hung. $s is the scenario's name (vm/init).
+#   canary-misuse-BUG      a misbehaving client (the fake nvidia.ko's "misuse BUG"): a client
+#                          bug the double must report, as the real driver's failure would show;
+#                          the log goes to the judge.
+# KIND: warn kasan lockdep ubsan list violation hung. BUG: read-failed-table put-in-callback
+# unmap-after-callback put-twice. $s is the scenario's name (vm/init).
 # shellcheck disable=SC2154 # $s: the scenario name, set by vm/init
 how=${s#canary-}
 kind=${how#*-}
 how=${how%%-*}
 check "load" load_world
-if [ "$kind" = hung ]; then
+if [ "$how" = misuse ]; then
+	ctl_nv "misuse $kind" || not_ok "the misbehaving client $kind did not run to its end"
+elif [ "$kind" = hung ]; then
 	# khungtaskd reports a task in D state for longer than the timeout (init sets 60 s).
 	echo 3 >/proc/sys/kernel/hung_task_timeout_secs
 	ctl_nv "canary hung 10"
@@ -22,12 +28,20 @@ else
 	ctl_nv "canary $kind"
 fi
 case $how in
-drained) klog_flush ;;
+drained | misuse) klog_flush ;;
 # Kept out of the judge's sight (not KLOG lines), but on the console: canary-vm.sh checks that
 # the planted report is among them, so the flags had something to catch.
 discarded) dmesg -c | sed 's/^/DISCARDED: /' ;;
 esac
-ok "planted: $kind, the log $how"
+if [ "$how" = misuse ]; then
+	# The bug is the only thing wrong: it leaves nothing pinned or mapped behind.
+	left=$(nv_left)
+	if [ -z "$left" ]; then ok "the misbehaving client left nothing pinned or mapped"
+	else not_ok "the misbehaving client left in nvidia: $left"; fi
+	ok "misbehaved: $kind"
+else
+	ok "planted: $kind, the log $how"
+fi
 # The violation counter is the fake's own; the harness reads the log line, not the counter.
 unload_world
 finish

@@ -109,6 +109,8 @@ static ssize_t fnv_ctl_write(struct file *file, const char __user *ubuf,
 		ret = fnv_floor_command(argc, argv);
 	} else if (!strcmp(argv[0], "canary")) {
 		ret = fnv_canary_command(argc, argv);
+	} else if (!strcmp(argv[0], "misuse")) {
+		ret = fnv_misuse_command(argc, argv);
 	} else {
 		pr_err("ctl: unknown command '%s'\n", argv[0]);
 		ret = -EINVAL;

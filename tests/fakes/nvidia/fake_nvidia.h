@@ -286,9 +286,13 @@ struct fnv_fault_req {
 
 extern const char *const fnv_op_names[FNV_OP_NR];
 int fnv_inject_command(int argc, char **argv);
+int fnv_inject_stalling(void);
 
 /* canary.c: planted kernel reports, for the harness's own test */
 int fnv_canary_command(int argc, char **argv);
+
+/* misuse.c: misbehaving clients, each a bug the double must report */
+int fnv_misuse_command(int argc, char **argv);
 
 /* p2p.c: an injected get_pages error, with the table it leaves dangling */
 int fnv_get_pages_injected(struct nvidia_p2p_page_table **page_table, u64 va, u64 len, int err);

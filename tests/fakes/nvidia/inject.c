@@ -55,6 +55,13 @@ static unsigned long fnv_injected;
  */
 static DECLARE_WAIT_QUEUE_HEAD(fnv_stall_wq);
 static atomic_t fnv_wake_gen = ATOMIC_INIT(0);
+/* Threads inside an injected stall right now (misuse.c waits for its second thread). */
+static atomic_t fnv_stalling = ATOMIC_INIT(0);
+
+int fnv_inject_stalling(void)
+{
+	return atomic_read(&fnv_stalling);
+}
 
 static void fnv_stall(enum fnv_op op, unsigned int ms, const char *how)
 {
@@ -62,8 +69,10 @@ static void fnv_stall(enum fnv_op op, unsigned int ms, const char *how)
 	long left;
 
 	pr_info("%s: injected stall of %u ms%s\n", fnv_op_names[op], ms, how);
+	atomic_inc(&fnv_stalling);
 	left = wait_event_timeout(fnv_stall_wq, atomic_read(&fnv_wake_gen) != gen,
 				  msecs_to_jiffies(ms));
+	atomic_dec(&fnv_stalling);
 	pr_info("%s: stall over%s\n", fnv_op_names[op], left ? " (woken)" : "");
 }
 
