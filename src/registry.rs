@@ -88,12 +88,16 @@ impl Registry {
         (ctx.id == id).then_some((index, ctx))
     }
 
+    /// Whether `who` holds `ctx`. The slots' lock must be held (the bits change under it).
+    fn holds(ctx: &Context, who: HeldFor) -> bool {
+        ctx.held_for.load(Ordering::Relaxed) & who as u8 != 0
+    }
+
     /// The context with `id`, if ib_core holds it.
     pub(crate) fn get(&self, id: usize) -> Option<Arc<Context>> {
         let slots = self.slots.lock();
         let (_, ctx) = Self::find(&slots, id)?;
-        let held = ctx.held_for.load(Ordering::Relaxed);
-        (held & HeldFor::Core as u8 != 0).then_some(ctx)
+        Self::holds(&ctx, HeldFor::Core).then_some(ctx)
     }
 
     /// The live registrations, in index order, for the registration view.
@@ -102,7 +106,7 @@ impl Registry {
         let mut out = KVec::new();
         let mut index = 0;
         while let Some(ctx) = slots.next(&mut index) {
-            if ctx.held_for.load(Ordering::Relaxed) & HeldFor::Core as u8 != 0 {
+            if Self::holds(&ctx, HeldFor::Core) {
                 out.push(ctx, GFP_KERNEL)?;
             }
             index += 1;
@@ -119,13 +123,12 @@ impl Registry {
     /// (`acquire` records it before it pins), so that its slot is there for the callback.
     pub(crate) fn arm(&self, ctx: &Context) -> Result {
         let _slots = self.slots.lock();
-        let held = ctx.held_for.load(Ordering::Relaxed);
-        if held & HeldFor::Core as u8 == 0 {
+        if !Self::holds(ctx, HeldFor::Core) {
             pr_err!("arming a released context {}: refused\n", ctx.id);
             return Err(EINVAL);
         }
         ctx.held_for
-            .store(held | HeldFor::Callback as u8, Ordering::Relaxed);
+            .fetch_or(HeldFor::Callback as u8, Ordering::Relaxed);
         Ok(())
     }
 
@@ -139,11 +142,10 @@ impl Registry {
     fn let_go(&self, id: usize, who: HeldFor) -> Option<Arc<Context>> {
         let slots = self.slots.lock();
         let (index, ctx) = Self::find(&slots, id)?;
-        let held = ctx.held_for.load(Ordering::Relaxed);
-        if held & who as u8 == 0 {
+        if !Self::holds(&ctx, who) {
             return None;
         }
-        ctx.held_for.store(held & !(who as u8), Ordering::Relaxed);
+        let held = ctx.held_for.fetch_and(!(who as u8), Ordering::Relaxed);
         if held == who as u8 {
             // Not the last reference: `ctx` is another.
             drop(slots.take(index));
