@@ -134,7 +134,8 @@ vmtest:
 	tests/run.sh vm
 
 # The race scenarios again and again: the newest, R515 (whose put_pages reads the table) and
-# the oldest world on 7.x, the newest and the oldest on 6.12.
+# the oldest world on 7.x, the newest and the oldest on 6.12; the oldest on each line boots the
+# server machine (GPU and NIC behind one PCIe switch, tests/README.md).
 NVPM_RACE_RUNS ?= 5
 racetest:
 	NVPM_VM_REPEAT=$(NVPM_RACE_RUNS) NVPM_KLINES="7 6.12" NVPM_MATRIX_7="r580:24.x r515:5.x r470:4.9" \

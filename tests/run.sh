@@ -32,6 +32,14 @@ matrix_for() {
 }
 # The sweep's world: R535 x 5.x, NVIDIA's persistent-pages API (so every call site is reached).
 sweep_world=${NVPM_SWEEP_WORLD:-r535:5.x}
+# The worlds (LINE:WORLD) whose scenarios boot the server machine (run-vm.sh: gpu0 and edu0,
+# the pair the scenarios use, behind one PCIe switch; gpu1 and edu1 on root ports of their
+# own) instead of the flat one: the oldest world on each line, the one in which the switch
+# machine once met 'DMA PTE ... already set' (Documentation/testing.md, "The PCIe switch").
+server_worlds=${NVPM_SERVER_WORLDS:-7:r470:4.9 6.12:r470:4.9}
+topology_for() { # topology_for LINE WORLD: server or flat
+	if [[ " $server_worlds " == *" $1:$2 "* ]]; then echo server; else echo flat; fi
+}
 # make check's partial worlds (time budget, tests/README.md). R515 on the newest kernel runs
 # the scenarios whose outcome depends on the driver generation (they read NV_GEN or the
 # persistent API: what R515 does differently is its free path, put_pages and persistent pages),
@@ -321,7 +329,8 @@ kernel_line() {
 						;;
 					worlds)
 						mapfile -t these < <(flat_here "$world")
-						[ ${#these[@]} = 0 ] || vm_job "$krel:$tag:" "$dir" flat "$append" "${these[@]}"
+						[ ${#these[@]} = 0 ] ||
+							vm_job "$krel:$tag:" "$dir" "$(topology_for "$KLINE" "$world")" "$append" "${these[@]}"
 						;;
 					switched)
 						doctor=()

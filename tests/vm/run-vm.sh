@@ -33,8 +33,12 @@ done
 # Where the devices sit. flat (default): every GPU and NIC on the root complex, the machine the
 # registration and race scenarios were validated on. switch (NVPM_VM_TOPOLOGY=switch, used for
 # the doctor): gpu1 and edu1 (NIC) behind one PCIe switch (x3130) under root port rp0
-# (nvidia-smi topo: PIX), gpu0 and edu0 on the root complex (PHB with every other device). The
-# fakes name devices in probe order, bus 0 first, and gpuN must be backed by gpuN.img.
+# (nvidia-smi topo: PIX), gpu0 and edu0 on the root complex (PHB with every other device).
+# server (NVPM_VM_TOPOLOGY=server, the registration and race scenarios of one world a kernel
+# line, tests/run.sh): gpu0 and edu0, the pair the scenarios use, behind one PCIe switch under
+# root port rp0, gpu1 and edu1 on root ports of their own; gpu0 and edu0 land in IOMMU groups
+# of their own (each with its downstream port). The fakes name devices in probe order, bus 0 first, and gpuN
+# must be backed by gpuN.img.
 # shellcheck disable=SC2054 # commas inside QEMU options
 case ${NVPM_VM_TOPOLOGY:-flat} in
 switch)
@@ -49,6 +53,22 @@ switch)
 		-object "memory-backend-file,id=gpu1,size=${bar}M,share=on,mem-path=$work/gpu1.img"
 		-device ivshmem-plain,memdev=gpu1,bus=sw0p0
 		-device edu,dma_mask=0xffffffffffffffff,bus=sw0p1
+	)
+	;;
+server)
+	topology=(
+		-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=0,addr=0x4
+		-device x3130-upstream,id=sw0,bus=rp0
+		-device xio3130-downstream,id=sw0p0,bus=sw0,chassis=2,slot=0
+		-device xio3130-downstream,id=sw0p1,bus=sw0,chassis=3,slot=0
+		-device pcie-root-port,id=rp1,bus=pcie.0,chassis=4,slot=0,addr=0x5
+		-device pcie-root-port,id=rp2,bus=pcie.0,chassis=5,slot=0,addr=0x6
+		-object "memory-backend-file,id=gpu0,size=${bar}M,share=on,mem-path=$work/gpu0.img"
+		-device ivshmem-plain,memdev=gpu0,bus=sw0p0
+		-object "memory-backend-file,id=gpu1,size=${bar}M,share=on,mem-path=$work/gpu1.img"
+		-device ivshmem-plain,memdev=gpu1,bus=rp1
+		-device edu,dma_mask=0xffffffffffffffff,bus=sw0p1
+		-device edu,dma_mask=0xffffffffffffffff,bus=rp2
 	)
 	;;
 *)
