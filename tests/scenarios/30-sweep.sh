@@ -130,15 +130,26 @@ judge() {
 # another site, or past the end, the gap is bisected back to the first allocation that is not
 # the same site's, and the gallop starts again from 1 there. A leap could only miss a site whose
 # allocations all lie between two of another site's; report.py would show it not injected.
+# run_nth AFTER ENV STEP...: one run of failnth with its $n-th allocation failed (ENV: its
+# environment, "" or FAILNTH_TWICE=1), on a log emptied for the judge; then AFTER puts the
+# world back. Sets rc (the steps' outcome) and left (fail-nth after the run: 0 once it failed
+# one) from failnth's last line; its output is in /tmp/sweep.out.
+run_nth() {
+	rn_after=$1 rn_env=$2
+	shift 2
+	klog_flush
+	# shellcheck disable=SC2086 # no environment is no word
+	env $rn_env /bin/failnth $n "$@" >/tmp/sweep.out 2>&1
+	rc=$(sed -n 's/^rc=\([0-9]*\) left=.*/\1/p' /tmp/sweep.out)
+	left=$(sed -n 's/^rc=[0-9]* left=\(-*[0-9]*\)$/\1/p' /tmp/sweep.out)
+	eval "$rn_after" >/dev/null 2>&1
+}
+
 slab() {
 	phase=$1 after=$2 n=1 prev=0 step=1 grow=0 hi=0 hi_site='' last='' runs=0
 	shift 2
 	while [ $n -le $MAX_N ]; do
-		klog_flush
-		/bin/failnth $n "$@" >/tmp/sweep.out 2>&1
-		rc=$(sed -n 's/^rc=\([0-9]*\) left=.*/\1/p' /tmp/sweep.out)
-		left=$(sed -n 's/^rc=[0-9]* left=\(-*[0-9]*\)$/\1/p' /tmp/sweep.out)
-		eval "$after" >/dev/null 2>&1
+		run_nth "$after" "" "$@"
 		if [ "$left" != 0 ]; then
 			hi=$n hi_site=END # past the last allocation
 		else
@@ -182,14 +193,11 @@ slab() {
 twice() {
 	tw_phase=$1 tw_after=$2
 	shift 2
-	klog_flush
 	echo 2 >$FS/times
 	echo 100 >$FS/probability
-	FAILNTH_TWICE=1 /bin/failnth $n "$@" >/tmp/sweep.out 2>&1
+	run_nth "$tw_after" FAILNTH_TWICE=1 "$@"
 	echo 0 >$FS/probability
-	tw_rc=$(sed -n 's/^rc=\([0-9]*\) left=.*/\1/p' /tmp/sweep.out)
-	eval "$tw_after" >/dev/null 2>&1
-	judge "$tw_phase" slab-twice $n "$tw_rc" "$(cat /tmp/sweep.out)"
+	judge "$tw_phase" slab-twice $n "$rc" "$(cat /tmp/sweep.out)"
 	runs=$((runs + 1))
 }
 
