@@ -114,6 +114,13 @@ def find(cases, **kw):
     return None
 
 
+def live_cases(cases):
+    """(module, floor) cases of the live-registration bench: 1 live, 10 000 live, and 1 again
+    after the 10 000 (None where the log has no such case)."""
+    return [(find(cases, kind="module", case=c), find(cases, kind="floor", layout=c))
+            for c in ("live-1", "live-10000", "live-1-after")]
+
+
 def scaling(cases, kind, pct):
     """(registrations/s with 1 thread, with 2) of KIND ("threads": the module, "floor-threads")."""
     one = find(cases, kind=kind, case="1-thread", cost_pct=pct)
@@ -245,14 +252,9 @@ def tables(cases):
         out.append("*The module's own:* the speed-up with the cost model off. Beside it, two controls: the floor "
                    "(the P2P calls alone, under the fake's API lock) and two calibration processes at once, which "
                    "share nothing: the most two vCPUs give in this VM on this host.\n")
-    l1 = find(cases, kind="module", case="live-1")
-    l2 = find(cases, kind="module", case="live-10000")
+    (l1, f1), (l2, f2), (l3, f3) = live_cases(cases)
     if l1 and l2:
-        f1 = find(cases, kind="floor", layout="live-1")
-        f2 = find(cases, kind="floor", layout="live-10000")
         out.append("### Live registrations (2 MiB, contiguous), microseconds\n")
-        l3 = find(cases, kind="module", case="live-1-after")
-        f3 = find(cases, kind="floor", layout="live-1-after")
         out.append("| live registrations | total | inside NVIDIA | module overhead | floor | floor overhead (control) |")
         out.append("|---|---|---|---|---|---|")
         rows = [("1", l1, f1), ("10 000", l2, f2)] + ([("1, after the 10 000", l3, f3)] if l3 else [])
@@ -342,13 +344,8 @@ def targets(cases):
         row("module's own cost per registration <= 5 us native-equivalent (64 KiB; worst size beside)",
             f"{native_us(one['overhead_ns'], f_emu)} us ({us(one['overhead_ns'])} us / factor {f_emu:.1f}); "
             f"{native_us(w['overhead_ns'], f_emu)} us at {human(w['size'])}", one["overhead_ns"] / f_emu <= 5000)
-    l1 = find(cases, kind="module", case="live-1")
-    l2 = find(cases, kind="module", case="live-10000")
+    (l1, f1), (l2, f2), (l3, f3) = live_cases(cases)
     if l1 and l2:
-        f1 = find(cases, kind="floor", layout="live-1")
-        f2 = find(cases, kind="floor", layout="live-10000")
-        l3 = find(cases, kind="module", case="live-1-after")
-        f3 = find(cases, kind="floor", layout="live-1-after")
         # Bracketed: the single case before and after the 10 000 (a steady drift cancels).
         base = (l1["overhead_ns"] + l3["overhead_ns"]) / 2 if l3 else l1["overhead_ns"]
         fbase = ((f1["overhead_ns"] + f3["overhead_ns"]) / 2 if f1 and f3 else
