@@ -40,16 +40,20 @@ done
 # of their own (each with its downstream port). The fakes name devices in probe order, bus 0 first, and gpuN
 # must be backed by gpuN.img.
 # shellcheck disable=SC2054 # commas inside QEMU options
+switch_rp0=( # one PCIe switch under root port rp0, downstream ports sw0p0 and sw0p1
+	-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=0,addr=0x4
+	-device x3130-upstream,id=sw0,bus=rp0
+	-device xio3130-downstream,id=sw0p0,bus=sw0,chassis=2,slot=0
+	-device xio3130-downstream,id=sw0p1,bus=sw0,chassis=3,slot=0
+)
+# shellcheck disable=SC2054 # the same, for the topologies below
 case ${NVPM_VM_TOPOLOGY:-flat} in
 switch)
 	topology=(
 		-object "memory-backend-file,id=gpu0,size=${bar}M,share=on,mem-path=$work/gpu0.img"
 		-device ivshmem-plain,memdev=gpu0,bus=pcie.0,addr=0x10
 		-device edu,dma_mask=0xffffffffffffffff,bus=pcie.0,addr=0x11
-		-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=0,addr=0x4
-		-device x3130-upstream,id=sw0,bus=rp0
-		-device xio3130-downstream,id=sw0p0,bus=sw0,chassis=2,slot=0
-		-device xio3130-downstream,id=sw0p1,bus=sw0,chassis=3,slot=0
+		"${switch_rp0[@]}"
 		-object "memory-backend-file,id=gpu1,size=${bar}M,share=on,mem-path=$work/gpu1.img"
 		-device ivshmem-plain,memdev=gpu1,bus=sw0p0
 		-device edu,dma_mask=0xffffffffffffffff,bus=sw0p1
@@ -57,10 +61,7 @@ switch)
 	;;
 server)
 	topology=(
-		-device pcie-root-port,id=rp0,bus=pcie.0,chassis=1,slot=0,addr=0x4
-		-device x3130-upstream,id=sw0,bus=rp0
-		-device xio3130-downstream,id=sw0p0,bus=sw0,chassis=2,slot=0
-		-device xio3130-downstream,id=sw0p1,bus=sw0,chassis=3,slot=0
+		"${switch_rp0[@]}"
 		-device pcie-root-port,id=rp1,bus=pcie.0,chassis=4,slot=0,addr=0x5
 		-device pcie-root-port,id=rp2,bus=pcie.0,chassis=5,slot=0,addr=0x6
 		-object "memory-backend-file,id=gpu0,size=${bar}M,share=on,mem-path=$work/gpu0.img"
