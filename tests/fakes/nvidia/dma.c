@@ -80,8 +80,7 @@ static int fnv_dma_map_locked(struct pci_dev *peer, struct fnv_table *t,
 	fm->m.dma_addresses = fm->dma;
 	fm->m.private = fm;
 	fm->m.pci_dev = peer;
-	list_add_tail(&fm->node, &fnv_mappings);
-	list_add_tail(&fm->table_node, &t->mappings);
+	fnv_mapping_add(fm, t);
 	fnv_stats.mappings++;
 	*dma_mapping = &fm->m;
 	return 0;

@@ -98,6 +98,7 @@ enum fnv_table_state {
 struct fnv_table {
 	struct nvidia_p2p_page_table pt;	/* what the client sees */
 	struct list_head node;		/* on fnv_tables */
+	struct hlist_node hnode;	/* in the tables' hash, by &pt */
 	struct list_head buf_node;	/* on buf->tables while LIVE */
 	struct list_head mappings;	/* fnv_mapping.table_node */
 	struct fnv_buffer *buf;		/* NULL unless LIVE */
@@ -120,6 +121,7 @@ struct fnv_table {
 struct fnv_mapping {
 	struct nvidia_p2p_dma_mapping m;	/* what the client sees */
 	struct list_head node;		/* on fnv_mappings */
+	struct hlist_node hnode;	/* in the mappings' hash, by &m */
 	struct list_head table_node;	/* on table->mappings */
 	struct fnv_table *table;
 	struct pci_dev *peer;		/* holds a device reference */
@@ -251,6 +253,7 @@ struct fnv_table *fnv_table_begin_invalidate(struct fnv_buffer *buf);
 void fnv_table_end_invalidate(struct fnv_table *t);
 void fnv_table_put_locked(struct fnv_table *t, const char *op);
 struct fnv_mapping *fnv_mapping_lookup(const struct nvidia_p2p_dma_mapping *m);
+void fnv_mapping_add(struct fnv_mapping *fm, struct fnv_table *t);
 void fnv_mapping_destroy(struct fnv_mapping *fm);
 void fnv_p2p_teardown(void);
 
