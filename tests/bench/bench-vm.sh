@@ -196,6 +196,18 @@ threads_case() { # threads_case COST_PCT
 		-- "$NV/ctl|floor $VA 0x200000 400 1" "$NV/ctl|floor $VA2 0x200000 400 1" \
 		-- "$NV/ctl|free $VA" "$NV/ctl|free $VA2"
 	echo "BENCH kind=floor-threads case=2-threads cost_pct=$1 size=2097152 $(tr '\n' ' ' <$NV/floor)"
+	# The same with each pin under one lock, as ib_core makes every client's acquire under its
+	# peer-client mutex: what a client that pins in acquire can reach at most.
+	ctl_nv "floor clear"
+	race -q "$NV/ctl|alloc $VA 0x200000 contiguous" "$NV/ctl|alloc $VA2 0x200000 contiguous" \
+		-- "$NV/ctl|floor $VA 0x200000 400 1 core-lock" \
+		-- "$NV/ctl|free $VA" "$NV/ctl|free $VA2"
+	echo "BENCH kind=floor-core-lock-threads case=1-thread cost_pct=$1 size=2097152 $(cat $NV/floor)"
+	ctl_nv "floor clear"
+	race -q "$NV/ctl|alloc $VA 0x200000 contiguous" "$NV/ctl|alloc $VA2 0x200000 contiguous" \
+		-- "$NV/ctl|floor $VA 0x200000 400 1 core-lock" "$NV/ctl|floor $VA2 0x200000 400 1 core-lock" \
+		-- "$NV/ctl|free $VA" "$NV/ctl|free $VA2"
+	echo "BENCH kind=floor-core-lock-threads case=2-threads cost_pct=$1 size=2097152 $(tr '\n' ' ' <$NV/floor)"
 }
 threads_case "$COST"
 threads_case 0

@@ -34,6 +34,14 @@ static const char *const fnv_floor_names[FL_NR] = {
 #define FNV_FLOOR_LINE	384
 
 static DEFINE_MUTEX(fnv_floor_lock);	/* the results below */
+/*
+ * With "core-lock", the pin is made under this one mutex, as ib_core calls
+ * every client's acquire under its global peer_memory_mutex (MLNX_OFED's
+ * drivers/infiniband/core/peer_mem.c; ../ib_core/peer_client.c): the bound
+ * that lock sets on a client that pins in acquire, for make bench's threads
+ * control.
+ */
+static DEFINE_MUTEX(fnv_floor_core_lock);
 static char fnv_floor_result[4 * FNV_FLOOR_LINE];
 static size_t fnv_floor_len;
 
@@ -68,7 +76,7 @@ static int fnv_floor_fill(const struct nvidia_p2p_dma_mapping *m,
 }
 
 static int fnv_floor_run(struct pci_dev *peer, u64 va, u64 len,
-			 unsigned long iters)
+			 unsigned long iters, bool core_lock)
 {
 	u64 sum[FL_NR] = {}, t[FL_NR + 1], start = ktime_get_ns(), end;
 	unsigned int nents = 0;
@@ -82,7 +90,11 @@ static int fnv_floor_run(struct pci_dev *peer, u64 va, u64 len,
 		struct sg_table sgt;
 
 		t[0] = ktime_get_ns();
+		if (core_lock)
+			mutex_lock(&fnv_floor_core_lock);
 		ret = nvidia_p2p_get_pages(0, 0, va, len, &pt, fnv_floor_cb, &sgt);
+		if (core_lock)
+			mutex_unlock(&fnv_floor_core_lock);
 		if (ret)
 			break;
 		t[1] = ktime_get_ns();
@@ -117,8 +129,8 @@ static int fnv_floor_run(struct pci_dev *peer, u64 va, u64 len,
 	if (!line)
 		return -ENOMEM;
 	n = scnprintf(line, FNV_FLOOR_LINE,
-		      "floor va=0x%llx len=0x%llx iters=%lu nents=%u start_ns=%llu end_ns=%llu elapsed_ns=%llu",
-		      va, len, iters, nents, start, end, end - start);
+		      "floor va=0x%llx len=0x%llx iters=%lu nents=%u core_lock=%d start_ns=%llu end_ns=%llu elapsed_ns=%llu",
+		      va, len, iters, nents, core_lock, start, end, end - start);
 	for (i = 0; i < FL_NR; i++)
 		n += scnprintf(line + n, FNV_FLOOR_LINE - n, " %s_ns=%llu",
 			       fnv_floor_names[i], div_u64(sum[i], iters));
@@ -150,10 +162,11 @@ int fnv_floor_command(int argc, char **argv)
 		mutex_unlock(&fnv_floor_lock);
 		return 0;
 	}
-	if (argc < 4 || argc > 5 || kstrtou64(argv[1], 0, &va) ||
+	if (argc < 4 || argc > 6 || kstrtou64(argv[1], 0, &va) ||
 	    kstrtou64(argv[2], 0, &len) || kstrtoul(argv[3], 0, &iters) ||
-	    !iters || (argc == 5 && kstrtoul(argv[4], 0, &nic))) {
-		pr_err("ctl: usage: floor <va> <len> <iterations> [nic index] | floor clear\n");
+	    !iters || (argc >= 5 && kstrtoul(argv[4], 0, &nic)) ||
+	    (argc == 6 && strcmp(argv[5], "core-lock"))) {
+		pr_err("ctl: usage: floor <va> <len> <iterations> [nic index [core-lock]] | floor clear\n");
 		return -EINVAL;
 	}
 	for (i = 0; i <= nic; i++) {
@@ -163,7 +176,7 @@ int fnv_floor_command(int argc, char **argv)
 			return -ENODEV;
 		}
 	}
-	ret = fnv_floor_run(peer, va, len, iters);
+	ret = fnv_floor_run(peer, va, len, iters, argc == 6);
 	pci_dev_put(peer);
 	return ret;
 }
