@@ -107,17 +107,19 @@ def native_us(ns, f):
     return f"{ns / f / 1000:.2f}" if f else "-"
 
 
+def matching(cases, **kw):
+    return [c for c in cases if all(c.get(k) == v for k, v in kw.items())]
+
+
 def find(cases, **kw):
-    for c in cases:
-        if all(c.get(k) == v for k, v in kw.items()):
-            return c
-    return None
+    found = matching(cases, **kw)
+    return found[0] if found else None
 
 
 def best(cases, **kw):
     """Of the cases that match (the cost model off runs each three times), the one with the least
     overhead; None if none matches."""
-    found = [c for c in cases if all(c.get(k) == v for k, v in kw.items()) and "overhead_ns" in c]
+    found = [c for c in matching(cases, **kw) if "overhead_ns" in c]
     return min(found, key=lambda c: c["overhead_ns"]) if found else None
 
 
