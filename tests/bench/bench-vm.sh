@@ -172,6 +172,20 @@ done
 
 # Two threads of one process, each registering its own 2 MiB buffer, against one thread; with
 # the cost model (NVIDIA serializes pins and maps under its API lock) and without it.
+# floor_threads_case KIND COST_PCT EXTRA: the floor with one thread and with two, each run's
+# command ending in EXTRA.
+floor_threads_case() {
+	ctl_nv "floor clear"
+	race -q "$NV/ctl|alloc $VA 0x200000 contiguous" "$NV/ctl|alloc $VA2 0x200000 contiguous" \
+		-- "$NV/ctl|floor $VA 0x200000 400 1$3" \
+		-- "$NV/ctl|free $VA" "$NV/ctl|free $VA2"
+	echo "BENCH kind=$1 case=1-thread cost_pct=$2 size=2097152 $(cat $NV/floor)"
+	ctl_nv "floor clear"
+	race -q "$NV/ctl|alloc $VA 0x200000 contiguous" "$NV/ctl|alloc $VA2 0x200000 contiguous" \
+		-- "$NV/ctl|floor $VA 0x200000 400 1$3" "$NV/ctl|floor $VA2 0x200000 400 1$3" \
+		-- "$NV/ctl|free $VA" "$NV/ctl|free $VA2"
+	echo "BENCH kind=$1 case=2-threads cost_pct=$2 size=2097152 $(tr '\n' ' ' <$NV/floor)"
+}
 threads_case() { # threads_case COST_PCT
 	echo "$1" >/sys/module/nvidia/parameters/cost_scale_pct
 	# The racing process allocates the buffers: NVIDIA finds GPU memory by process.
@@ -185,29 +199,11 @@ threads_case() { # threads_case COST_PCT
 		-- "$IBC/ctl|bench t2a edu1 $VA 0x200000 400" "$IBC/ctl|bench t2b edu1 $VA2 0x200000 400" \
 		-- "$NV/ctl|free $VA" "$NV/ctl|free $VA2"
 	echo "BENCH kind=threads case=2-threads cost_pct=$1 size=2097152 $(tr '\n' ' ' <$IBC/bench)"
-	# The control: the floor (the P2P calls alone) under the same conditions.
-	ctl_nv "floor clear"
-	race -q "$NV/ctl|alloc $VA 0x200000 contiguous" "$NV/ctl|alloc $VA2 0x200000 contiguous" \
-		-- "$NV/ctl|floor $VA 0x200000 400 1" \
-		-- "$NV/ctl|free $VA" "$NV/ctl|free $VA2"
-	echo "BENCH kind=floor-threads case=1-thread cost_pct=$1 size=2097152 $(cat $NV/floor)"
-	ctl_nv "floor clear"
-	race -q "$NV/ctl|alloc $VA 0x200000 contiguous" "$NV/ctl|alloc $VA2 0x200000 contiguous" \
-		-- "$NV/ctl|floor $VA 0x200000 400 1" "$NV/ctl|floor $VA2 0x200000 400 1" \
-		-- "$NV/ctl|free $VA" "$NV/ctl|free $VA2"
-	echo "BENCH kind=floor-threads case=2-threads cost_pct=$1 size=2097152 $(tr '\n' ' ' <$NV/floor)"
-	# The same with each pin under one lock, as ib_core makes every client's acquire under its
-	# peer-client mutex: what a client that pins in acquire can reach at most.
-	ctl_nv "floor clear"
-	race -q "$NV/ctl|alloc $VA 0x200000 contiguous" "$NV/ctl|alloc $VA2 0x200000 contiguous" \
-		-- "$NV/ctl|floor $VA 0x200000 400 1 core-lock" \
-		-- "$NV/ctl|free $VA" "$NV/ctl|free $VA2"
-	echo "BENCH kind=floor-core-lock-threads case=1-thread cost_pct=$1 size=2097152 $(cat $NV/floor)"
-	ctl_nv "floor clear"
-	race -q "$NV/ctl|alloc $VA 0x200000 contiguous" "$NV/ctl|alloc $VA2 0x200000 contiguous" \
-		-- "$NV/ctl|floor $VA 0x200000 400 1 core-lock" "$NV/ctl|floor $VA2 0x200000 400 1 core-lock" \
-		-- "$NV/ctl|free $VA" "$NV/ctl|free $VA2"
-	echo "BENCH kind=floor-core-lock-threads case=2-threads cost_pct=$1 size=2097152 $(tr '\n' ' ' <$NV/floor)"
+	# The controls: the floor (the P2P calls alone) under the same conditions; and the same with
+	# each pin under one lock, as ib_core makes every client's acquire under its peer-client
+	# mutex: what a client that pins in acquire can reach at most.
+	floor_threads_case floor-threads "$1" ""
+	floor_threads_case floor-core-lock-threads "$1" " core-lock"
 }
 threads_case "$COST"
 threads_case 0
