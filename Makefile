@@ -12,8 +12,7 @@
 #   make stocktest                                     only the stock world: the packages on Debian 13's
 #                                                      own kernel, DKMS, systemd (tests/stock/)
 #   make racetest                                      the race scenarios, NVPM_RACE_RUNS boots per world
-#   make stress                                        the in-kernel races, NVPM_STRESS_ITERS (100000) per race,
-#                                                      in NVPM_STRESS_WORLDS (r580:24.x r470:4.9)
+#   make stress                                        the in-kernel races, NVPM_STRESS_ITERS (100000) per race
 #   make soak                                          SOAK_MINUTES (10) of random registrations, frees,
 #                                                      DMA checks and service restarts in the VM
 #   make bench                                         registration timed in the VM on the stock and
@@ -118,45 +117,42 @@ uninstall:
 	fi
 	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
 
+# Every target below runs the declared plan (tests/plan.toml) through tests/run.py, which lists
+# every result it expects before anything boots and fails each one that never arrives.
 check:
-	tests/run.sh all
+	tests/run.py check
 
-# make check in every world of the matrix on both kernel lines (tests/run.sh matrix_for), the
-# doctor's and the packaged service's boots on both, and the in-kernel stress at 2000 per race.
+# make check in every world of the matrix on both kernel lines (tests/plan.toml, profile.full),
+# the doctor's and the packaged service's boots on both, and the in-kernel stress at 2000 per race.
 fullcheck:
-	NVPM_FULL=1 NVPM_VM_EXTRA_APPEND="nvpm.stress_iters=2000" tests/run.sh all
+	tests/run.py full
 
 # Only the stock world (part of make check): the packages on Debian 13's own 7.x kernel.
 stocktest:
-	tests/run.sh stock
+	tests/run.py check --only stock
 
 vmtest:
-	tests/run.sh vm
+	tests/run.py check --only vm
 
-# The race scenarios again and again: the newest, R515 (whose put_pages reads the table) and
-# the oldest world on 7.x, the newest and the oldest on 6.12; the oldest on each line boots the
-# server machine (GPU and NIC behind one PCIe switch, tests/README.md).
+# The race scenarios again and again (tests/plan.toml, profile.race): the newest, R515 (whose
+# put_pages reads the table) and the oldest world on 7.x, the newest and the oldest on 6.12; the
+# oldest on each line boots the server machine (GPU and NIC behind one PCIe switch).
 NVPM_RACE_RUNS ?= 5
 racetest:
-	NVPM_VM_REPEAT=$(NVPM_RACE_RUNS) NVPM_KLINES="7 6.12" NVPM_MATRIX_7="r580:24.x r515:5.x r470:4.9" \
-		NVPM_MATRIX_6_12="r580:24.x r470:4.9" tests/run.sh vm \
-		13-free-races 17-free-at-every-step 18-driver-hazard 19-worker-teardown
+	tests/run.py race --repeat $(NVPM_RACE_RUNS)
 
 # The in-kernel races at full length: scenario 29 with NVPM_STRESS_ITERS iterations per race
-# (make check runs 500) in NVPM_STRESS_WORLDS of the newest kernel: by default its newest and
-# oldest world, booted side by side (hours on 2 cores: one world at a time also works).
+# (make check runs 500) in the newest and the oldest world of the newest kernel (profile.stress),
+# booted side by side (hours on 2 cores: --jobs 1 boots one at a time).
 NVPM_STRESS_ITERS ?= 100000
-NVPM_STRESS_WORLDS ?= r580:24.x r470:4.9
 stress:
-	NVPM_VM_EXTRA_APPEND="nvpm.stress_iters=$(NVPM_STRESS_ITERS)" NVPM_VM_TIMEOUT=36000 \
-		NVPM_TESTING_REPORT="make stress NVPM_STRESS_ITERS=$(NVPM_STRESS_ITERS) NVPM_STRESS_WORLDS='$(NVPM_STRESS_WORLDS)'" \
-		NVPM_KLINES=7 NVPM_MATRIX_7="$(NVPM_STRESS_WORLDS)" tests/run.sh vm 29-stress
+	NVPM_TESTING_REPORT="make stress NVPM_STRESS_ITERS=$(NVPM_STRESS_ITERS)" \
+		tests/run.py stress --append "nvpm.stress_iters=$(NVPM_STRESS_ITERS)"
 
 SOAK_MINUTES ?= 10
 soak:
-	NVPM_VM_EXTRA_APPEND="nvpm.soak_minutes=$(SOAK_MINUTES)" NVPM_VM_TIMEOUT=$$(( $(SOAK_MINUTES) * 60 + 900 )) \
-		NVPM_TESTING_REPORT="make soak SOAK_MINUTES=$(SOAK_MINUTES)" \
-		NVPM_KLINES=7 NVPM_MATRIX_7="r580:24.x" tests/run.sh vm soak-vm
+	NVPM_TESTING_REPORT="make soak SOAK_MINUTES=$(SOAK_MINUTES)" tests/run.py soak \
+		--append "nvpm.soak_minutes=$(SOAK_MINUTES)" --vm-timeout $$(( $(SOAK_MINUTES) * 60 + 900 ))
 
 demo:
 	tests/demo.sh
@@ -164,7 +160,7 @@ demo:
 # Registration timed in the emulated world, on Debian's own kernel and on the test kernel;
 # rewrites Documentation/performance.md's figures.
 bench:
-	tests/run.sh bench
+	tests/bench/run-bench.sh
 
 test-kernel:
 	@tests/kernel/setup-host.sh && tests/kernel/build-kernel.sh

@@ -2,7 +2,7 @@
 # Sourced by run.sh and demo.sh: installs the host tools, builds (or reuses) the test kernel,
 # builds the fakes and nv_peer_mem against it in a copy of the sources, makes the BAR images and
 # the initramfs (with the service's files installed as `make install-service` does).
-# Sets: kbuild ksrc work build_dir logs initrd; build_ok=1 when all modules built.
+# Sets: kbuild krel ksrc work build_dir logs initrd; build_ok=1 when all modules built.
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$top/tests/kernel/env.sh"
 
@@ -30,7 +30,14 @@ module_make() { # module_make DIR [make args]: the project Makefile in DIR, as a
 		NV_SYMVERS="$build_dir/nvidia/Module.symvers" "$@"
 }
 
-say "building the fakes and nv_peer_mem for $(cat "$kbuild/include/config/kernel.release")"
+krel=$(cat "$kbuild/include/config/kernel.release")
+# NVPM_WORLD_REUSE=1: the world is built already (tests/vm/world.sh ran): only the settings above.
+if [ "${NVPM_WORLD_REUSE:-0}" = 1 ]; then
+	# shellcheck disable=SC2034 # read by the scripts that source this one
+	build_ok=1
+	return 0
+fi
+say "building the fakes and nv_peer_mem for $krel"
 rm -rf "$build_dir"
 mkdir -p "$build_dir/module"
 cp -r "$top/tests/fakes/ib_core" "$build_dir/ib_core"

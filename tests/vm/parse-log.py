@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Judge each scenario from the VM's console log.
 
-A scenario passes when it ran to its END marker with rc=0, printed no "not ok" line, and its
+A scenario passes when it ran to its END marker with rc=0, printed at least one "ok" line and no
+"not ok" line, and its
 kernel log holds no report from KASAN, lockdep, kmemleak, WARN/BUG, a hung task, or a fake
 module's FAKE-VIOLATION. REAL-DRIVER-HAZARD lines (the fake nvidia.ko met the real driver's own
 use-after-free window) must be as many as the scenario declared with a "hazards expected: N" or
@@ -61,7 +62,9 @@ def main() -> int:
                 low, high = int(m.group(1)), int(m.group(2) or m.group(1))
         if not low <= len(hazards) <= high:
             bad += [f"{len(hazards)} REAL-DRIVER-HAZARD lines, expected {low}-{high}"] + hazards[:3]
-        if rc == 0 and not not_ok and not bad:
+        # A scenario that ran no check at all (it printed no "ok" line) proves nothing.
+        silent = not not_ok and not any(l.startswith("ok") for l in lines)
+        if rc == 0 and not not_ok and not bad and not silent:
             print(f"PASS {name}")
             continue
         failed += 1
@@ -72,6 +75,8 @@ def main() -> int:
             why.append(f"{len(not_ok)} failed checks")
         if bad:
             why.append("kernel reports")
+        if silent:
+            why.append("no check ran: it printed no ok line")
         print(f"FAIL {name} ({', '.join(why)})")
         for l in (not_ok + bad)[:20]:
             print(f"    | {l}")

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""The harness's own test: each way a result can go missing, planted, must turn into a FAIL with
+the right name. Runs the real runner (execute.py) on small jobs, and the real judges
+(tests/vm/parse-log.py, tests/sweep/report.py) on planted logs. Prints "PASS harness:<case>" or
+"FAIL harness:<case>: <why>" per case; exits 1 when any failed.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+TESTS = HERE.parent
+sys.path.insert(0, str(HERE))
+
+from execute import Runner  # noqa: E402
+from plan import Context, Job  # noqa: E402
+
+failed = 0
+
+
+def verdict(case: str, ok: bool, why: str) -> None:
+    global failed
+    if ok:
+        print(f"PASS harness:{case}")
+    else:
+        failed = 1
+        print(f"FAIL harness:{case}: {why}")
+
+
+def run(jobs: list[Job], tmp: Path) -> dict:
+    ctx = Context(jobs, tmp, tmp)
+    runner = Runner(jobs, ctx, 2, tmp, echo=lambda s: None)
+    runner.run()
+    return {r.name: r for r in runner.results()}
+
+
+def sh(script: str):
+    return lambda ctx: ["sh", "-c", script]
+
+
+def console(body: str, tmp: Path, name: str) -> Path:
+    p = tmp / name
+    p.write_text(body)
+    return p
+
+
+BOOT = "VM-READY kernel 7.3.4 nvidia r580 ib_core 24.x\n=== BEGIN boot\nok - booted\n=== END boot rc=0\n"
+
+
+def parse_log(log: Path, *scenarios: str) -> str:
+    return subprocess.run([sys.executable, str(TESTS / "vm/parse-log.py"), str(log), *scenarios],
+                          capture_output=True, text=True).stdout
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+
+        # A VM killed in the middle of a scenario: its console stops after BEGIN; the judge fails
+        # that scenario and every later one by name, and the runner names what never came.
+        log = console(BOOT + "=== BEGIN 03-register-dma\nok - one check\n", tmp, "killed.log")
+        out = parse_log(log, "03-register-dma", "07-invalidate")
+        job = Job("boot:7:r580", lambda ctx: [sys.executable, str(TESTS / "vm/parse-log.py"), str(log),
+                                               "03-register-dma", "07-invalidate"],
+                  "7", ["boot", "03-register-dma", "07-invalidate", "kmemleak"],
+                  prefix=lambda ctx: "7.3.4:r580:24.x:")
+        res = run([job], tmp)
+        want = ["7.3.4:r580:24.x:03-register-dma", "7.3.4:r580:24.x:07-invalidate", "7.3.4:r580:24.x:kmemleak"]
+        ok = ("FAIL 03-register-dma" in out and "FAIL 07-invalidate" in out
+              and all(n in res and not res[n].ok for n in want) and res["7.3.4:r580:24.x:boot"].ok)
+        verdict("killed-mid-scenario", ok, f"parse-log said {out.splitlines()[:3]}; runner: "
+                f"{[(n, r.ok) for n, r in res.items()]}")
+
+        # A scenario that ran and printed nothing, not even one check: a FAIL, not a pass.
+        log = console(BOOT + "=== BEGIN 05-many\n=== END 05-many rc=0\n=== BEGIN kmemleak\nok - none\n"
+                      "=== END kmemleak rc=0\nVM-DONE\n", tmp, "silent.log")
+        out = parse_log(log, "05-many")
+        verdict("silent-scenario", "FAIL 05-many" in out and "PASS boot" in out, f"parse-log said: {out!r}")
+
+        # A sweep whose injection is disabled: no SWEEP line in its log. report.py must fail it.
+        sites = tmp / "sites.txt"
+        sites.write_text("nv_peer_mem::x+0x10\tslab\t__kmalloc\tx\n")
+        log = console(BOOT + "=== BEGIN 30-sweep\nok - the sweep ran\n=== END 30-sweep rc=0\n", tmp,
+                      "sweep.log")
+        p = subprocess.run([sys.executable, str(TESTS / "sweep/report.py"), str(sites), str(log)],
+                           capture_output=True, text=True)
+        verdict("sweep-injects-nothing", "FAIL sweep:sites" in p.stdout and "no SWEEP lines" in p.stdout,
+                f"report.py exit {p.returncode}: {p.stdout.strip()[-300:]}")
+
+        # A job that exits non-zero with no output at all: each of its planned results fails,
+        # naming the job and its exit status.
+        res = run([Job("mute", sh("exit 3"), "host", ["a", "b"])], tmp)
+        ok = all(n in res and not res[n].ok and "job mute (exit 3)" in res[n].detail for n in ("a", "b"))
+        verdict("exit-without-output", ok, str({n: r.detail for n, r in res.items()}))
+
+        # A result nobody planned is a failure too (a renamed or added check without its plan row).
+        res = run([Job("chatty", sh("echo 'PASS a'; echo 'PASS surprise'"), "host", ["a"])], tmp)
+        verdict("unplanned-result", res.get("a") and res["a"].ok and "surprise" in res
+                and not res["surprise"].ok, str({n: (r.ok, r.detail) for n, r in res.items()}))
+
+        # A job that cannot run because what it needs failed: its results fail as not run.
+        res = run([Job("world:7", sh("echo 'FAIL build: planted'; exit 1"), "7", ["build"]),
+                   Job("boot:7:x", sh("echo 'PASS boot'"), "7", ["boot", "03-register-dma"],
+                       deps=["world:7"])], tmp)
+        ok = (not res["build"].ok and not res["boot"].ok and "not run: world:7 exited 1" in res["boot"].detail
+              and not res["03-register-dma"].ok)
+        verdict("missing-job-result", ok, str({n: (r.ok, r.detail) for n, r in res.items()}))
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())
