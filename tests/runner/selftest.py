@@ -80,6 +80,17 @@ def main() -> int:
         out = parse_log(log, "05-many")
         verdict("silent-scenario", "FAIL 05-many" in out and "PASS boot" in out, f"parse-log said: {out!r}")
 
+        # KTAP: the VM's plan counts fewer results than the host asked for (a driver that
+        # dropped a scenario), and a result line that contradicts its block.
+        log = console("VM-READY kernel 7.3.4 nvidia r580 ib_core 24.x\nKTAP version 1\n1..2\n"
+                      "=== BEGIN boot\nok - booted\n=== END boot rc=0\nok 1 boot\n"
+                      "=== BEGIN 05-many\nok - one\n=== END 05-many rc=0\nnot ok 2 05-many\n"
+                      "=== BEGIN kmemleak\nok - none\n=== END kmemleak rc=0\nok 3 kmemleak\nVM-DONE\n",
+                      tmp, "ktap.log")
+        out = parse_log(log, "05-many")
+        verdict("ktap-checked", "FAIL 05-many" in out and "FAIL ktap-plan" in out and "PASS boot" in out,
+                f"parse-log said: {out!r}")
+
         # A sweep whose injection is disabled: no SWEEP line in its log. report.py must fail it.
         sites = tmp / "sites.txt"
         sites.write_text("nv_peer_mem::x+0x10\tslab\t__kmalloc\tx\n")

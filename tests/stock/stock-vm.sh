@@ -11,7 +11,12 @@ systemctl is-system-running --wait >/dev/null 2>&1
 # the GPUs and NICs): under a loaded make check stock-onboot-no once looked before it had.
 udevadm settle --timeout=180 >/dev/null 2>&1
 echo "VM-READY kernel $(uname -r) init $(cat /proc/1/comm) system $(systemctl is-system-running)"
-for s in $(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.scenarios=//p' | tr ',' ' '); do
+scenarios=$(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.scenarios=//p' | tr ',' ' ')
+# KTAP, as tests/vm/init: the plan, then a result line after each scenario's block.
+echo "KTAP version 1"
+echo "1..$(echo $scenarios | wc -w)"
+n=0
+for s in $scenarios; do
 	echo "=== BEGIN $s"
 	# The scenarios run in busybox's sh, as in the other worlds.
 	busybox sh -c ". $T/lib.sh; . $T/scenarios/$s.sh" 2>&1
@@ -21,6 +26,8 @@ for s in $(tr ' ' '\n' </proc/cmdline | sed -n 's/^nvpm\.scenarios=//p' | tr ','
 	case $s in stock-*) ;; *) sh $T/cleanup.sh >/dev/null 2>&1 ;; esac
 	dmesg -c | sed 's/^/KLOG: /'
 	echo "=== END $s rc=$rc"
+	n=$((n + 1))
+	if [ $rc = 0 ]; then echo "ok $n $s"; else echo "not ok $n $s # rc=$rc"; fi
 done
 echo "VM-DONE"
 systemctl poweroff

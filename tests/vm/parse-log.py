@@ -28,6 +28,18 @@ BAD = lib_pattern("KERNEL_REPORTS")
 NOTICE = lib_pattern("KERNEL_NOTICES")
 
 
+def ktap_results(text: str):
+    """(planned count, {name: ok}) from the KTAP lines the VM's driver printed at the top level,
+    or None for a log that has none (a boot that never reached its driver)."""
+    if not re.search(r"^KTAP version 1\r?$", text, re.M):
+        return None
+    m = re.search(r"^1\.\.(\d+)\r?$", text, re.M)
+    seen = {}
+    for r in re.finditer(r"^(ok|not ok) (\d+) (\S+)", text, re.M):
+        seen[r.group(3)] = r.group(1) == "ok"
+    return (int(m.group(1)) if m else -1), seen
+
+
 def main() -> int:
     log_path = sys.argv[1]
     text = open(log_path, errors="replace").read()
@@ -39,6 +51,7 @@ def main() -> int:
     for m in re.finditer(r"^=== BEGIN (\S+)\r?$(.*?)^=== END \1 rc=(\d+)", text, re.M | re.S):
         blocks[m.group(1)] = (m.group(2), int(m.group(3)))
     failed = 0
+    ktap = ktap_results(text)
     for name in scenarios:
         if name not in blocks:
             if name == "kmemleak" and "=== BEGIN kmemleak" not in text and "VM-DONE" in text:
@@ -52,6 +65,13 @@ def main() -> int:
             continue
         body, rc = blocks[name]
         lines = body.splitlines()
+        # The VM's own KTAP line for it: there, numbered in the plan's order, and agreeing.
+        if ktap is not None:
+            plan, seen = ktap
+            if name not in seen:
+                lines.append(f"not ok - no KTAP result line for {name} (plan 1..{plan})")
+            elif seen[name] != (rc == 0):
+                lines.append(f"not ok - its KTAP line says {'ok' if seen[name] else 'not ok'}, its rc is {rc}")
         not_ok = [l for l in lines if l.startswith("not ok")]
         bad = [l for l in lines if l.startswith("KLOG:") and BAD.search(l) and not NOTICE.search(l)]
         hazards = [l for l in lines if l.startswith("KLOG:") and "REAL-DRIVER-HAZARD" in l]
@@ -80,6 +100,13 @@ def main() -> int:
         print(f"FAIL {name} ({', '.join(why)})")
         for l in (not_ok + bad)[:20]:
             print(f"    | {l}")
+    # The KTAP plan must count what the host asked for: boot, the scenarios, kmemleak if the
+    # kernel has it (a driver that dropped or added a scenario fails the boot).
+    if ktap is not None:
+        want = len([n for n in scenarios if n in blocks or n != "kmemleak"])
+        if ktap[0] != want:
+            print(f"FAIL ktap-plan (the VM planned 1..{ktap[0]}, the host asked for {want})")
+            failed += 1
     return 1 if failed else 0
 
 
