@@ -7,6 +7,7 @@ use kernel::prelude::*;
 
 mod client_kind;
 mod client_ops;
+mod clients;
 mod compat;
 mod context;
 mod globals;
@@ -27,7 +28,7 @@ mod stats;
 use client_kind::ClientKind;
 use globals::Published;
 use nv_p2p::PersistentSupport;
-use peer_mem::{PeerMemoryClientEx, Registration};
+use peer_mem::Registration;
 use stats::StatsDir;
 
 // The `module!` macro took one `author` before Linux 6.13-ish and a list of `authors` since;
@@ -49,18 +50,6 @@ module! {
     description: "NVIDIA GPU memory plug-in for MLNX_OFED PeerDirect (GPUDirect RDMA)",
     license: "GPL",
 }
-
-/// The version ib_core shows in `/sys/kernel/mm/memory_peers/<client>/version`.
-const VERSION: &str = "1.4.0";
-
-static NV_MEM: PeerMemoryClientEx =
-    PeerMemoryClientEx::new("nv_mem", VERSION, &client_ops::INVALIDATING, true);
-static NV_MEM_LEGACY: PeerMemoryClientEx =
-    PeerMemoryClientEx::new("nv_mem", VERSION, &client_ops::INVALIDATING, false);
-static NV_MEM_NC: PeerMemoryClientEx =
-    PeerMemoryClientEx::new("nv_mem_nc", VERSION, &client_ops::PERSISTENT, false);
-static NV_MEM_PERSISTENT: PeerMemoryClientEx =
-    PeerMemoryClientEx::new("nv_mem", VERSION, &client_ops::PERSISTENT, false);
 
 struct NvPeerMem {
     /// `/sys/kernel/debug/nv_peer_mem/registrations`; goes before the clients.
@@ -93,13 +82,7 @@ impl kernel::Module for NvPeerMem {
             pr_warn!("persistent_api_support=1 but nvidia.ko offers no persistent pages: registering the invalidating nv_mem instead\n");
         }
         let legacy = params::legacy_peerdirect();
-        let (main, main_kind) = if persistent_only {
-            (&NV_MEM_PERSISTENT, ClientKind::Persistent)
-        } else if legacy {
-            (&NV_MEM_LEGACY, ClientKind::Invalidating)
-        } else {
-            (&NV_MEM, ClientKind::Invalidating)
-        };
+        let (main, main_kind) = clients::nv_mem(persistent_only, legacy);
         this.stats.add_client(main_kind, main)?;
         this.main = Some(Registration::register(
             main,
@@ -108,8 +91,9 @@ impl kernel::Module for NvPeerMem {
         // With persistent_api_support=1, nv_mem itself is the persistent client.
         if !persistent_only {
             if has_persistent {
-                this.stats.add_client(ClientKind::Persistent, &NV_MEM_NC)?;
-                this.nc = Some(Registration::register(&NV_MEM_NC, false)?);
+                this.stats
+                    .add_client(ClientKind::Persistent, &clients::NV_MEM_NC)?;
+                this.nc = Some(Registration::register(&clients::NV_MEM_NC, false)?);
             } else {
                 pr_info!("nvidia.ko offers no persistent pages: client nv_mem_nc not registered\n");
             }
@@ -117,7 +101,7 @@ impl kernel::Module for NvPeerMem {
         this.view = Some(registrations_view::View::create());
         pr_info!(
             "loaded, version {} ({} PeerDirect registration{})\n",
-            VERSION,
+            clients::VERSION,
             if legacy {
                 "legacy"
             } else {
