@@ -99,7 +99,7 @@ fn acquire(
         count(kind, Counter::ErrNotMine);
         return 0;
     }
-    let registry = &state.registry;
+    let registry = state.registry();
     let ctx = match registry.insert_new(|id| Context::new(id, addr, size, kind)) {
         Ok(ctx) => ctx,
         Err(e) => {
@@ -173,7 +173,7 @@ unsafe extern "C" fn get_pages<const PERSISTENT: bool>(
     }
     // SAFETY: ib_core calls a client's operations only while the client is registered.
     let state = unsafe { globals() };
-    let Some(ctx) = lookup::<PERSISTENT>(&state.registry, client_context, "get_pages") else {
+    let Some(ctx) = lookup::<PERSISTENT>(state.registry(), client_context, "get_pages") else {
         return errno(EINVAL);
     };
     if ctx.addr != addr || ctx.size != size as u64 {
@@ -208,7 +208,7 @@ unsafe extern "C" fn dma_map<const PERSISTENT: bool>(
 ) -> c_int {
     // SAFETY: ib_core calls a client's operations only while the client is registered.
     let state = unsafe { globals() };
-    let Some(ctx) = lookup::<PERSISTENT>(&state.registry, client_context, "dma_map") else {
+    let Some(ctx) = lookup::<PERSISTENT>(state.registry(), client_context, "dma_map") else {
         return errno(EINVAL);
     };
     // SAFETY: ib_core passes its DMA device (or NULL, handled by the helper).
@@ -247,7 +247,7 @@ unsafe extern "C" fn dma_unmap<const PERSISTENT: bool>(
 ) -> c_int {
     // SAFETY: ib_core calls a client's operations only while the client is registered.
     let state = unsafe { globals() };
-    let Some(ctx) = lookup::<PERSISTENT>(&state.registry, client_context, "dma_unmap") else {
+    let Some(ctx) = lookup::<PERSISTENT>(state.registry(), client_context, "dma_unmap") else {
         return errno(EINVAL);
     };
     match ctx.dma_unmap() {
@@ -267,7 +267,7 @@ unsafe extern "C" fn put_pages<const PERSISTENT: bool>(
 ) {
     // SAFETY: ib_core calls a client's operations only while the client is registered.
     let state = unsafe { globals() };
-    if let Some(ctx) = lookup::<PERSISTENT>(&state.registry, client_context, "put_pages") {
+    if let Some(ctx) = lookup::<PERSISTENT>(state.registry(), client_context, "put_pages") {
         ctx.put_pages(state);
     }
 }
@@ -292,7 +292,7 @@ unsafe extern "C" fn release<const PERSISTENT: bool>(client_context: *mut c_void
     }
     // SAFETY: ib_core calls a client's operations only while the client is registered.
     let state = unsafe { globals() };
-    let Some(ctx) = state.registry.remove(client_context as usize) else {
+    let Some(ctx) = state.registry().remove(client_context as usize) else {
         refuse(kind::<PERSISTENT>(), client_context, "release");
         return;
     };

@@ -21,13 +21,27 @@ use crate::registry::Registry;
 /// `persistent_only` is set only where `persistent` is available.
 #[pin_data]
 pub(crate) struct Globals {
-    /// The live registrations, by the id ib_core and NVIDIA call in with.
     #[pin]
-    pub(crate) registry: Registry,
+    registry: Registry,
+    persistent: PersistentSupport,
+    persistent_only: bool,
+}
+
+impl Globals {
+    /// The live registrations, by the id ib_core and NVIDIA call in with.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
     /// What nvidia.ko offers for pins without a free callback.
-    pub(crate) persistent: PersistentSupport,
+    pub(crate) fn persistent(&self) -> &PersistentSupport {
+        &self.persistent
+    }
+
     /// `persistent_api_support=1` took effect: "nv_mem" is the persistent client.
-    pub(crate) persistent_only: bool,
+    pub(crate) fn persistent_only(&self) -> bool {
+        self.persistent_only
+    }
 }
 
 /// The published state, or null while there is none.
@@ -68,7 +82,7 @@ impl Published {
 
     /// Whether "nv_mem" is the persistent client.
     pub(crate) fn persistent_only(&self) -> bool {
-        self.0.persistent_only
+        self.0.persistent_only()
     }
 }
 

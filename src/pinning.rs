@@ -49,10 +49,10 @@ impl Context {
     fn pin_call(self: &Arc<Self>, state: &Globals) -> Result<PageTable> {
         match self.kind {
             ClientKind::Persistent => {
-                PageTable::get_persistent(&state.persistent, self.va, self.len)
+                PageTable::get_persistent(state.persistent(), self.va, self.len)
             }
             ClientKind::Invalidating => {
-                state.registry.arm(self)?;
+                state.registry().arm(self)?;
                 // SAFETY: the callback finds the context by id in the registry, which keeps it
                 // armed until the callback ran or the pin is released (`registry.rs`).
                 let res = unsafe {
@@ -65,7 +65,7 @@ impl Context {
                 };
                 if res.is_err() {
                     // NVIDIA did not keep the callback.
-                    drop(state.registry.disarm(self.id));
+                    drop(state.registry().disarm(self.id));
                 }
                 res
             }
@@ -104,7 +104,7 @@ impl Context {
         pin.table.released();
         if revocable {
             // Put from the pinning process: the pin is gone, NVIDIA will not call back.
-            drop(state.registry.disarm(self.id));
+            drop(state.registry().disarm(self.id));
         }
         if let Err(e) = res {
             pr_err!(

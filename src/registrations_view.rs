@@ -138,9 +138,9 @@ pub(crate) unsafe extern "C" fn nvpm_registrations_show(m: *mut c_void) -> c_int
     // SAFETY: the file exists only while the module's clients are registered, and its removal
     // waits for this call to return.
     let state = unsafe { globals() };
-    match state.registry.snapshot() {
+    match state.registry().snapshot() {
         Ok(contexts) => {
-            let _ = show(&mut SeqWriter(m), &contexts, state.persistent_only);
+            let _ = show(&mut SeqWriter(m), &contexts, state.persistent_only());
             0
         }
         Err(e) => {

@@ -104,7 +104,7 @@ pub(crate) unsafe extern "C" fn free_callback(data: *mut c_void) {
     // this call disarms it; the context holds a reference on this module (`module_ref.rs`), so
     // module exit, which takes the state back, waits.
     let state = unsafe { globals() };
-    match state.registry.disarm(id) {
+    match state.registry().disarm(id) {
         Some(ctx) => ctx.on_free(),
         None => crate::dbg_log!("free callback for unknown context {}\n", id),
     }
