@@ -9,9 +9,11 @@ use kernel::sync::Arc;
 
 use crate::client_kind::ClientKind;
 use crate::compat::eopnotsupp;
+use crate::globals::{globals, Globals};
 use crate::nv_p2p::GPU_PAGE_SIZE;
 use crate::peer_mem::ClientOps;
 use crate::registration::{gpu_range, Context};
+use crate::registry::Registry;
 use crate::stats::{count, Counter};
 
 extern "C" {
@@ -63,8 +65,12 @@ fn claim_without_memory(kind: ClientKind, client_context: *mut *mut c_void) -> c
 }
 
 /// The context behind ib_core's `client_context`, or an error logged once.
-fn lookup<const PERSISTENT: bool>(client_context: *mut c_void, op: &str) -> Option<Arc<Context>> {
-    let found = crate::globals().registry.get(client_context as usize);
+fn lookup<const PERSISTENT: bool>(
+    registry: &Registry,
+    client_context: *mut c_void,
+    op: &str,
+) -> Option<Arc<Context>> {
+    let found = registry.get(client_context as usize);
     if found.is_none() {
         refuse(kind::<PERSISTENT>(), client_context, op);
     }
@@ -79,6 +85,7 @@ fn errno(e: Error) -> c_int {
 }
 
 fn acquire(
+    state: &Globals,
     kind: ClientKind,
     addr: c_ulong,
     size: usize,
@@ -92,7 +99,7 @@ fn acquire(
         count(kind, Counter::ErrNotMine);
         return 0;
     }
-    let registry = &crate::globals().registry;
+    let registry = state.registry();
     let ctx = match registry.insert_new(|id| Context::new(id, addr, size, kind)) {
         Ok(ctx) => ctx,
         Err(e) => {
@@ -109,7 +116,7 @@ fn acquire(
     // process's GPU memory). Any other error still means GPU memory, which we claim so that
     // `get_pages` reports the real errno (ENOMEM when BAR1 is exhausted, say) instead of
     // ib_core's generic EFAULT.
-    match ctx.claim() {
+    match ctx.claim(state) {
         Ok(()) => {}
         Err(e) if e == EINVAL || (e == eopnotsupp() && kind == ClientKind::Persistent) => {
             count(kind, Counter::ErrNotMine);
@@ -142,7 +149,9 @@ unsafe extern "C" fn acquire_entry<const PERSISTENT: bool>(
     _name: *mut c_char,
     client_context: *mut *mut c_void,
 ) -> c_int {
-    acquire(kind::<PERSISTENT>(), addr, size, client_context)
+    // SAFETY: ib_core calls a client's operations only while the client is registered.
+    let state = unsafe { globals() };
+    acquire(state, kind::<PERSISTENT>(), addr, size, client_context)
 }
 
 /// ib_core's `get_pages`.
@@ -162,7 +171,9 @@ unsafe extern "C" fn get_pages<const PERSISTENT: bool>(
     if client_context as usize == NO_MEMORY {
         return errno(ENOMEM);
     }
-    let Some(ctx) = lookup::<PERSISTENT>(client_context, "get_pages") else {
+    // SAFETY: ib_core calls a client's operations only while the client is registered.
+    let state = unsafe { globals() };
+    let Some(ctx) = lookup::<PERSISTENT>(state.registry(), client_context, "get_pages") else {
         return errno(EINVAL);
     };
     if ctx.addr != addr || ctx.size != size as u64 {
@@ -176,7 +187,7 @@ unsafe extern "C" fn get_pages<const PERSISTENT: bool>(
         count(ctx.kind, Counter::ErrRefusedContext);
         return errno(EINVAL);
     }
-    match ctx.get_pages(core_context) {
+    match ctx.get_pages(state, core_context) {
         Ok(()) => 0,
         Err(e) => errno(e),
     }
@@ -195,7 +206,9 @@ unsafe extern "C" fn dma_map<const PERSISTENT: bool>(
     _dmasync: c_int,
     nmap: *mut c_int,
 ) -> c_int {
-    let Some(ctx) = lookup::<PERSISTENT>(client_context, "dma_map") else {
+    // SAFETY: ib_core calls a client's operations only while the client is registered.
+    let state = unsafe { globals() };
+    let Some(ctx) = lookup::<PERSISTENT>(state.registry(), client_context, "dma_map") else {
         return errno(EINVAL);
     };
     // SAFETY: ib_core passes its DMA device (or NULL, handled by the helper).
@@ -232,7 +245,9 @@ unsafe extern "C" fn dma_unmap<const PERSISTENT: bool>(
     client_context: *mut c_void,
     _dma_device: *mut c_void,
 ) -> c_int {
-    let Some(ctx) = lookup::<PERSISTENT>(client_context, "dma_unmap") else {
+    // SAFETY: ib_core calls a client's operations only while the client is registered.
+    let state = unsafe { globals() };
+    let Some(ctx) = lookup::<PERSISTENT>(state.registry(), client_context, "dma_unmap") else {
         return errno(EINVAL);
     };
     match ctx.dma_unmap() {
@@ -250,8 +265,10 @@ unsafe extern "C" fn put_pages<const PERSISTENT: bool>(
     _sg_head: *mut c_void,
     client_context: *mut c_void,
 ) {
-    if let Some(ctx) = lookup::<PERSISTENT>(client_context, "put_pages") {
-        ctx.put_pages();
+    // SAFETY: ib_core calls a client's operations only while the client is registered.
+    let state = unsafe { globals() };
+    if let Some(ctx) = lookup::<PERSISTENT>(state.registry(), client_context, "put_pages") {
+        ctx.put_pages(state);
     }
 }
 
@@ -273,11 +290,13 @@ unsafe extern "C" fn release<const PERSISTENT: bool>(client_context: *mut c_void
     if client_context as usize == NO_MEMORY {
         return;
     }
-    let Some(ctx) = crate::globals().registry.remove(client_context as usize) else {
+    // SAFETY: ib_core calls a client's operations only while the client is registered.
+    let state = unsafe { globals() };
+    let Some(ctx) = state.registry().remove(client_context as usize) else {
         refuse(kind::<PERSISTENT>(), client_context, "release");
         return;
     };
-    ctx.release();
+    ctx.release(state);
     crate::dbg_log!("release {:#x} (+{:#x})\n", ctx.addr, ctx.size);
     // The module reference goes with the last reference to the context, which NVIDIA's free
     // callback may still hold.

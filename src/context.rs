@@ -20,6 +20,7 @@ use kernel::prelude::*;
 use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::Arc;
 
+use crate::globals::Globals;
 use crate::nv_p2p::PageTable;
 use crate::pinning::Pinned;
 use crate::registration::{current_tgid, Context, Phase, Pin};
@@ -31,9 +32,9 @@ impl Context {
     /// `Claimed`), or with `probe_then_pin` given back at once. It goes through the phases like
     /// any other, so a free racing it is handled as in a registration: the phase is then
     /// `Revoked` (one pin) and `get_pages` fails. Returns NVIDIA's error.
-    pub(crate) fn claim(self: &Arc<Self>) -> Result {
+    pub(crate) fn claim(self: &Arc<Self>, state: &Globals) -> Result {
         *self.phase.lock() = Phase::Pinning;
-        let (table, mut phase) = match self.pin()? {
+        let (table, mut phase) = match self.pin(state)? {
             Pinned::Live(table, phase) => (table, phase),
             Pinned::Revoked => return Ok(()),
         };
@@ -49,7 +50,7 @@ impl Context {
         }
         *phase = Phase::Unpinning;
         drop(phase);
-        self.unpin(pin);
+        self.unpin(pin, state);
         // `get_pages` pins again; if the memory was freed meanwhile NVIDIA says so then.
         *self.phase.lock() = Phase::Acquired;
         Ok(())
@@ -57,10 +58,12 @@ impl Context {
 
     /// Makes the registration's pin of `acquire`'s (ib_core's `get_pages`), or pins now when
     /// `acquire` kept none.
-    pub(crate) fn get_pages(self: &Arc<Self>, core_context: u64) -> Result {
+    pub(crate) fn get_pages(self: &Arc<Self>, state: &Globals, core_context: u64) -> Result {
         let mut phase = self.phase.lock();
         match core::mem::replace(&mut *phase, Phase::Pinning) {
-            Phase::Claimed(pin) => return self.adopt(phase, pin.table, pin.tgid, core_context),
+            Phase::Claimed(pin) => {
+                return self.adopt(state, phase, pin.table, pin.tgid, core_context)
+            }
             Phase::Acquired => {}
             Phase::Revoked(sg) => {
                 *phase = Phase::Revoked(sg);
@@ -78,9 +81,9 @@ impl Context {
             }
         }
         drop(phase);
-        match self.pin() {
+        match self.pin(state) {
             Ok(Pinned::Live(table, phase)) => {
-                self.adopt(phase, table, current_tgid(), core_context)
+                self.adopt(state, phase, table, current_tgid(), core_context)
             }
             Ok(Pinned::Revoked) => Err(self.freed_during_registration()),
             Err(e) => {
@@ -105,6 +108,7 @@ impl Context {
     /// Checks a live pin and makes it the registration's; the phase is locked and `Pinning`.
     fn adopt(
         self: &Arc<Self>,
+        state: &Globals,
         mut phase: Guard<'_, Phase, MutexBackend>,
         table: PageTable,
         tgid: c_int,
@@ -120,7 +124,7 @@ impl Context {
             count(self.kind, Counter::ErrNvidiaOther);
             *phase = Phase::Unpinning;
             drop(phase);
-            self.unpin(pin);
+            self.unpin(pin, state);
             return Err(e);
         }
         count(self.kind, Counter::Registrations);
@@ -141,7 +145,7 @@ impl Context {
     }
 
     /// Unpins (ib_core's `put_pages`).
-    pub(crate) fn put_pages(self: &Arc<Self>) {
+    pub(crate) fn put_pages(self: &Arc<Self>, state: &Globals) {
         let pin = {
             let mut phase = self.phase.lock();
             match core::mem::replace(&mut *phase, Phase::Unpinning) {
@@ -157,11 +161,11 @@ impl Context {
                 }
             }
         };
-        self.unpin(pin);
+        self.unpin(pin, state);
     }
 
     /// Undoes whatever ib_core left mapped or pinned (ib_core's `release`).
-    pub(crate) fn release(self: &Arc<Self>) {
+    pub(crate) fn release(self: &Arc<Self>, state: &Globals) {
         let mapped = {
             let mut phase = self.phase.lock();
             match &mut *phase {
@@ -184,6 +188,6 @@ impl Context {
         if mapped && self.dma_unmap().is_err() {
             pr_err!("release at {:#x}: could not unmap\n", self.va);
         }
-        self.put_pages();
+        self.put_pages(state);
     }
 }

@@ -10,6 +10,7 @@ use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::Arc;
 
 use crate::client_kind::ClientKind;
+use crate::globals::Globals;
 use crate::nv_p2p::PageTable;
 use crate::registration::{current_tgid, Context, Phase, Pin};
 
@@ -25,8 +26,8 @@ pub(crate) enum Pinned<'a> {
 impl Context {
     /// Pins with a free callback (invalidating client) or for good (persistent client); the
     /// phase is `Pinning` and no lock is held. On error the phase is back to `Acquired`.
-    pub(crate) fn pin(self: &Arc<Self>) -> Result<Pinned<'_>> {
-        let pinned = self.pin_call();
+    pub(crate) fn pin(self: &Arc<Self>, state: &Globals) -> Result<Pinned<'_>> {
+        let pinned = self.pin_call(state);
         let mut phase = self.phase.lock();
         let table = match pinned {
             Ok(table) => table,
@@ -45,13 +46,13 @@ impl Context {
     }
 
     /// The NVIDIA call of [`Self::pin`].
-    fn pin_call(self: &Arc<Self>) -> Result<PageTable> {
+    fn pin_call(self: &Arc<Self>, state: &Globals) -> Result<PageTable> {
         match self.kind {
             ClientKind::Persistent => {
-                PageTable::get_persistent(&crate::globals().persistent, self.va, self.len)
+                PageTable::get_persistent(state.persistent(), self.va, self.len)
             }
             ClientKind::Invalidating => {
-                crate::globals().registry.arm(self)?;
+                state.registry().arm(self)?;
                 // SAFETY: the callback finds the context by id in the registry, which keeps it
                 // armed until the callback ran or the pin is released (`registry.rs`).
                 let res = unsafe {
@@ -64,7 +65,7 @@ impl Context {
                 };
                 if res.is_err() {
                     // NVIDIA did not keep the callback.
-                    drop(crate::globals().registry.disarm(self.id));
+                    drop(state.registry().disarm(self.id));
                 }
                 res
             }
@@ -72,7 +73,7 @@ impl Context {
     }
 
     /// Releases `pin`; the phase is `Unpinning` and no lock is held.
-    pub(crate) fn unpin(self: &Arc<Self>, pin: Pin) {
+    pub(crate) fn unpin(self: &Arc<Self>, pin: Pin, state: &Globals) {
         if pin.table.is_revocable() && pin.tgid != current_tgid() {
             pr_warn!(
                 "GPU memory at {:#x} (+{:#x}) released by another process than the one that pinned it (pid {}): nvidia keeps it pinned until that process frees it\n",
@@ -103,7 +104,7 @@ impl Context {
         pin.table.released();
         if revocable {
             // Put from the pinning process: the pin is gone, NVIDIA will not call back.
-            drop(crate::globals().registry.disarm(self.id));
+            drop(state.registry().disarm(self.id));
         }
         if let Err(e) = res {
             pr_err!(

@@ -10,6 +10,7 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 use crate::client_kind::ClientKind;
+use crate::globals::globals;
 use crate::registration::{now_ns, Context, Phase};
 
 extern "C" {
@@ -34,10 +35,10 @@ impl Write for SeqWriter {
 }
 
 /// The client name a registration of `kind` is under.
-fn client_name(kind: ClientKind) -> &'static str {
+fn client_name(kind: ClientKind, persistent_only: bool) -> &'static str {
     match kind {
         ClientKind::Invalidating => "nv_mem",
-        ClientKind::Persistent if crate::persistent_only() => "nv_mem",
+        ClientKind::Persistent if persistent_only => "nv_mem",
         ClientKind::Persistent => "nv_mem_nc",
     }
 }
@@ -59,7 +60,7 @@ impl core::fmt::Display for Bdf {
     }
 }
 
-fn show(w: &mut SeqWriter, contexts: &[Arc<Context>]) -> core::fmt::Result {
+fn show(w: &mut SeqWriter, contexts: &[Arc<Context>], persistent_only: bool) -> core::fmt::Result {
     writeln!(w, "id client range size phase nic sg_entries age_ms bytes")?;
     let now = now_ns();
     for ctx in contexts.iter() {
@@ -75,7 +76,7 @@ fn show(w: &mut SeqWriter, contexts: &[Arc<Context>]) -> core::fmt::Result {
             w,
             "{} {} {:#x}-{:#x} {} {} ",
             ctx.id,
-            client_name(ctx.kind),
+            client_name(ctx.kind, persistent_only),
             ctx.addr,
             ctx.addr.wrapping_add(ctx.size),
             ctx.size,
@@ -134,9 +135,12 @@ impl Context {
 /// registered (the file exists only then: [`View`]).
 #[no_mangle]
 pub(crate) unsafe extern "C" fn nvpm_registrations_show(m: *mut c_void) -> c_int {
-    match crate::globals().registry.snapshot() {
+    // SAFETY: the file exists only while the module's clients are registered, and its removal
+    // waits for this call to return.
+    let state = unsafe { globals() };
+    match state.registry().snapshot() {
         Ok(contexts) => {
-            let _ = show(&mut SeqWriter(m), &contexts);
+            let _ = show(&mut SeqWriter(m), &contexts, state.persistent_only());
             0
         }
         Err(e) => {

@@ -21,6 +21,7 @@ use core::ffi::c_void;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+use crate::globals::globals;
 use crate::registration::{Context, Mapping, Phase, Pin};
 
 /// What the callback took over from the registration.
@@ -99,7 +100,11 @@ pub(crate) unsafe extern "C" fn free_callback(data: *mut c_void) {
     let id = data as usize;
     // The armed entry is the callback's reference; without one (the pin was released from its
     // process) there is nothing to do.
-    match crate::globals().registry.disarm(id) {
+    // SAFETY: NVIDIA calls back only for an armed pin, whose context the registry keeps until
+    // this call disarms it; the context holds a reference on this module (`module_ref.rs`), so
+    // module exit, which takes the state back, waits.
+    let state = unsafe { globals() };
+    match state.registry().disarm(id) {
         Some(ctx) => ctx.on_free(),
         None => crate::dbg_log!("free callback for unknown context {}\n", id),
     }
