@@ -8,12 +8,14 @@ SUITES="nv_peer_mem_sg nv_peer_mem_gpu_range nv_peer_mem_versions nv_peer_mem_pe
 GLOB=/sys/module/kunit/parameters/filter_glob
 kver=$(uname -r)
 major=${kver%%.*} minor=${kver#*.} minor=${minor%%[!0-9]*}
+# Written without a newline: the parameter keeps what it is given, and a glob ending in one
+# matches no suite.
 if [ -e $GLOB ]; then
 	glob0=$(cat $GLOB)
-	echo 'nv_peer_mem_*' >$GLOB
+	printf %s 'nv_peer_mem_*' >$GLOB
 fi
 check "load (KUnit runs the suites)" load_world
-[ -z "${glob0:-}" ] || echo "$glob0" >$GLOB
+[ -z "${glob0:-}" ] || printf %s "$glob0" >$GLOB
 
 if [ ! -e /sys/module/nv_peer_mem/sections/.kunit_test_suites ]; then
 	if [ ! -e $GLOB ]; then
