@@ -440,3 +440,45 @@ impl PersistentSupport {
 const _: () = assert!(core::mem::size_of::<RawPage>() == 32);
 const _: () = assert!(core::mem::size_of::<RawPageTable>() == 32);
 const _: () = assert!(core::mem::size_of::<RawDmaMapping>() == 40);
+
+// KUnit (`nvpm_kunit`: see Kbuild): which page-table and DMA-mapping versions are accepted.
+#[cfg(nvpm_kunit)]
+#[kernel::macros::kunit_tests(nv_peer_mem_versions)]
+mod tests {
+    use super::{version_known, DMA_MAPPING_VERSIONS, PAGE_TABLE_VERSIONS};
+
+    /// A version as nvidia.ko encodes it: major in the high 16 bits, minor in the low.
+    const fn v(major: u32, minor: u32) -> u32 {
+        major << 16 | minor
+    }
+
+    #[test]
+    fn page_table_versions() {
+        // 1.2 up to driver 570, 2.0 since 580.65.06; a later minor keeps the layout.
+        assert!(version_known(v(1, 2), &PAGE_TABLE_VERSIONS));
+        assert!(version_known(v(1, 3), &PAGE_TABLE_VERSIONS));
+        assert!(version_known(v(2, 0), &PAGE_TABLE_VERSIONS));
+        assert!(version_known(v(2, 7), &PAGE_TABLE_VERSIONS));
+        assert!(!version_known(v(1, 1), &PAGE_TABLE_VERSIONS));
+        assert!(!version_known(v(1, 0), &PAGE_TABLE_VERSIONS));
+        assert!(!version_known(v(0, 2), &PAGE_TABLE_VERSIONS));
+        assert!(!version_known(v(3, 0), &PAGE_TABLE_VERSIONS));
+    }
+
+    #[test]
+    fn dma_mapping_versions() {
+        assert!(version_known(v(2, 3), &DMA_MAPPING_VERSIONS));
+        assert!(version_known(v(2, 4), &DMA_MAPPING_VERSIONS));
+        assert!(!version_known(v(2, 2), &DMA_MAPPING_VERSIONS));
+        assert!(!version_known(v(1, 3), &DMA_MAPPING_VERSIONS));
+        assert!(!version_known(v(3, 3), &DMA_MAPPING_VERSIONS));
+    }
+
+    #[test]
+    fn minor_never_stands_for_major() {
+        // The largest 1.x minor is not 2.0, nor is a bare minor a major.
+        assert!(!version_known(v(1, 0xffff), &[(2, 0)]));
+        assert!(!version_known(2, &[(2, 0)]));
+        assert!(!version_known(v(2, 0), &[]));
+    }
+}

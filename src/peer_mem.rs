@@ -252,3 +252,110 @@ impl Drop for Registration {
 // The ABI's layouts on 64-bit kernels.
 const _: () = assert!(core::mem::size_of::<PeerMemoryClient>() == 136);
 const _: () = assert!(core::mem::size_of::<PeerMemoryClientEx>() == 152);
+
+// KUnit (`nvpm_kunit`: see Kbuild): the client descriptions, byte for byte as ib_core reads
+// them.
+#[cfg(nvpm_kunit)]
+#[kernel::macros::kunit_tests(nv_peer_mem_peer_mem)]
+mod tests {
+    use super::{
+        ClientOps, PeerMemoryClient, PeerMemoryClientEx, NAME_MAX, PEER_MEM_INVALIDATE_UNMAPS,
+        VERSION_MAX,
+    };
+    use core::mem::size_of;
+    use kernel::prelude::*;
+
+    /// The clients the module registers, as (description, extended form).
+    fn shipped() -> [(&'static PeerMemoryClientEx, bool); 4] {
+        [
+            (&crate::NV_MEM, true),
+            (&crate::NV_MEM_LEGACY, false),
+            (&crate::NV_MEM_NC, false),
+            (&crate::NV_MEM_PERSISTENT, false),
+        ]
+    }
+
+    /// What follows the legacy `peer_memory_client`: the extended form's fields, which
+    /// MLNX_OFED 4.9 reads as two more function pointers.
+    fn tail(c: &PeerMemoryClientEx) -> &[u8] {
+        // SAFETY: `c` is valid for reads of its size, and every byte of it is initialized: its
+        // fields leave no padding (64 + 16 + 7 * 8 + 8 + 4 + 4 bytes, the 152 asserted above).
+        let all = unsafe {
+            core::slice::from_raw_parts(
+                core::ptr::from_ref(c).cast::<u8>(),
+                size_of::<PeerMemoryClientEx>(),
+            )
+        };
+        &all[size_of::<PeerMemoryClient>()..]
+    }
+
+    /// The operations of `c`, to describe another client with.
+    fn ops_of(c: &PeerMemoryClientEx) -> Option<ClientOps> {
+        let c = &c.client;
+        Some(ClientOps {
+            acquire: c.acquire?,
+            get_pages: c.get_pages?,
+            dma_map: c.dma_map?,
+            dma_unmap: c.dma_unmap?,
+            put_pages: c.put_pages?,
+            get_page_size: c.get_page_size?,
+            release: c.release?,
+        })
+    }
+
+    #[test]
+    fn legacy_form_ends_in_16_zero_bytes() {
+        assert_eq!(tail(&crate::NV_MEM_LEGACY).len(), 16);
+        for (c, extended) in shipped() {
+            if !extended {
+                assert!(tail(c).iter().all(|&b| b == 0));
+                assert_eq!(c.client.version[VERSION_MAX - 1], 0);
+            }
+        }
+    }
+
+    #[test]
+    fn extended_form_says_so() {
+        for (c, extended) in shipped() {
+            if extended {
+                assert_eq!(c.client.version[VERSION_MAX - 1], 1);
+                assert_eq!(c.ex_size, size_of::<PeerMemoryClientEx>());
+                assert_eq!(c.flags, PEER_MEM_INVALIDATE_UNMAPS);
+                assert_eq!(c.reserved, 0);
+            }
+        }
+    }
+
+    #[test]
+    fn names_and_versions_are_c_strings() {
+        for (c, _) in shipped() {
+            let v = crate::VERSION.as_bytes();
+            assert_eq!(c.client.version[..v.len()], *v);
+            assert!(c.client.version[v.len()..VERSION_MAX - 1]
+                .iter()
+                .all(|&b| b == 0));
+            assert_eq!(c.client.name[NAME_MAX - 1], 0);
+        }
+        assert_eq!(crate::NV_MEM.name(), "nv_mem");
+        assert_eq!(crate::NV_MEM_NC.name(), "nv_mem_nc");
+    }
+
+    #[test]
+    fn legacy_form_zeroes_dirty_memory() -> Result {
+        let ops = ops_of(&crate::NV_MEM).ok_or(EINVAL)?;
+        for extended in [false, true] {
+            let mut slot = KBox::<PeerMemoryClientEx>::new_uninit(GFP_KERNEL)?;
+            // SAFETY: `slot` is valid for writes of one `PeerMemoryClientEx`, and is
+            // uninitialized memory, which any bytes may fill.
+            unsafe { core::ptr::write_bytes(slot.as_mut_ptr(), 0xff, 1) };
+            let c = KBox::write(
+                slot,
+                PeerMemoryClientEx::new("nv_mem", crate::VERSION, &ops, extended),
+            );
+            let zeroes = tail(&c).iter().filter(|&&b| b == 0).count();
+            // Extended: one byte of `ex_size` (152) and one of `flags` (1) are not zero.
+            assert_eq!(zeroes, if extended { 14 } else { 16 });
+        }
+        Ok(())
+    }
+}

@@ -149,3 +149,49 @@ impl Context {
         )
     }
 }
+
+// KUnit (`nvpm_kunit`: see Kbuild): how a range ib_core asks about becomes whole GPU pages.
+#[cfg(nvpm_kunit)]
+#[kernel::macros::kunit_tests(nv_peer_mem_gpu_range)]
+mod tests {
+    use super::gpu_range;
+
+    const P: u64 = 0x1_0000;
+    const VA: u64 = 0x7f00_0000_0000;
+
+    #[test]
+    fn empty_range_is_refused() {
+        assert!(gpu_range(VA, 0).is_none());
+        assert!(gpu_range(VA + 0x1234, 0).is_none());
+    }
+
+    #[test]
+    fn whole_pages_stay_as_they_are() {
+        assert_eq!(gpu_range(VA, P), Some((VA, P)));
+        assert_eq!(gpu_range(VA, 0x20_0000), Some((VA, 0x20_0000)));
+    }
+
+    #[test]
+    fn part_of_one_page_becomes_that_page() {
+        assert_eq!(gpu_range(VA + 0x1000, 0x100), Some((VA, P)));
+        assert_eq!(gpu_range(VA + 0x8000, 0x8000), Some((VA, P)));
+        assert_eq!(gpu_range(VA + P - 1, 1), Some((VA, P)));
+    }
+
+    #[test]
+    fn range_across_a_boundary_takes_both_pages() {
+        assert_eq!(gpu_range(VA + P - 1, 2), Some((VA, 2 * P)));
+        assert_eq!(gpu_range(VA + 0x1000, 0x20_0000), Some((VA, 0x20_0000 + P)));
+    }
+
+    #[test]
+    fn range_past_the_top_of_the_address_space_is_refused() {
+        // The last page but one, widened, still ends below 2^64.
+        let top = 0u64.wrapping_sub(2 * P);
+        assert_eq!(gpu_range(top, P), Some((top, P)));
+        // Widening to a page end past 2^64, or an end past it already: no range.
+        assert!(gpu_range(top + 1, P).is_none());
+        assert!(gpu_range(u64::MAX - 9, 20).is_none());
+        assert!(gpu_range(P, u64::MAX).is_none());
+    }
+}

@@ -153,3 +153,158 @@ impl Registry {
         Some(ctx)
     }
 }
+
+// KUnit (`nvpm_kunit`: see Kbuild): ids, generations and holds, on a registry of the test's own
+// (the module's is left alone). Each test empties its registry before dropping it: the table
+// drops no context itself.
+#[cfg(nvpm_kunit)]
+#[kernel::macros::kunit_tests(nv_peer_mem_registry)]
+mod tests {
+    use super::{Registry, GENERATION_MASK, INDEX_BITS, INDEX_MASK};
+    use crate::client_kind::ClientKind;
+    use crate::registration::Context;
+    use core::sync::atomic::Ordering;
+    use kernel::prelude::*;
+    use kernel::sync::Arc;
+
+    fn registry() -> Result<Pin<KBox<Registry>>> {
+        KBox::pin_init(Registry::new()?, GFP_KERNEL)
+    }
+
+    /// A new registration of one GPU page, held for ib_core.
+    fn insert(reg: &Registry) -> Result<Arc<Context>> {
+        reg.insert_new(|id| Context::new(id, 0x7f00_0000_0000, 0x1_0000, ClientKind::Invalidating))
+    }
+
+    fn index(id: usize) -> usize {
+        id & INDEX_MASK
+    }
+
+    fn generation(id: usize) -> usize {
+        id >> INDEX_BITS
+    }
+
+    /// Whether the registry gives ib_core the context with `id`.
+    fn found(reg: &Registry, id: usize) -> bool {
+        reg.get(id).is_some_and(|c| c.id == id)
+    }
+
+    /// The ids the registration view lists.
+    fn listed(reg: &Registry) -> Result<KVec<usize>> {
+        let mut ids = KVec::new();
+        for ctx in reg.snapshot()? {
+            ids.push(ctx.id, GFP_KERNEL)?;
+        }
+        Ok(ids)
+    }
+
+    #[test]
+    fn ids_are_index_and_generation() -> Result {
+        let reg = registry()?;
+        let a = insert(&reg)?;
+        let b = insert(&reg)?;
+        // Index 1 is the table's own reservation; generations count from 1.
+        assert_eq!((index(a.id), generation(a.id)), (2, 1));
+        assert_eq!((index(b.id), generation(b.id)), (3, 2));
+        assert!(found(&reg, a.id) && found(&reg, b.id));
+        assert!(reg.remove(a.id).is_some_and(|c| c.id == a.id));
+        assert!(reg.remove(b.id).is_some_and(|c| c.id == b.id));
+        Ok(())
+    }
+
+    #[test]
+    fn stale_id_is_refused_after_its_index_is_taken_again() -> Result {
+        let reg = registry()?;
+        let old = insert(&reg)?;
+        assert!(reg.remove(old.id).is_some());
+        let new = insert(&reg)?;
+        // The lowest free index again, under a new generation.
+        assert_eq!(index(new.id), index(old.id));
+        assert_eq!(generation(new.id), generation(old.id) + 1);
+        assert!(!found(&reg, old.id));
+        assert!(reg.remove(old.id).is_none());
+        assert!(reg.disarm(old.id).is_none());
+        assert!(found(&reg, new.id));
+        assert!(reg.remove(new.id).is_some());
+        Ok(())
+    }
+
+    #[test]
+    fn foreign_ids_are_refused() -> Result {
+        let reg = registry()?;
+        let a = insert(&reg)?;
+        // Nothing, the reserved index, a kernel address, a's index under other generations.
+        for id in [
+            0,
+            1,
+            0xffff_8880_0000_1000,
+            a.id + (1 << INDEX_BITS),
+            index(a.id),
+        ] {
+            assert!(!found(&reg, id));
+            assert!(reg.remove(id).is_none());
+            assert!(reg.disarm(id).is_none());
+        }
+        assert!(found(&reg, a.id));
+        assert!(reg.remove(a.id).is_some());
+        Ok(())
+    }
+
+    #[test]
+    fn generation_wraps_below_the_top_bit() -> Result {
+        let reg = registry()?;
+        reg.next_generation
+            .store(GENERATION_MASK, Ordering::Relaxed);
+        let last = insert(&reg)?;
+        let wrapped = insert(&reg)?;
+        assert_eq!(generation(last.id), GENERATION_MASK);
+        assert_eq!(last.id >> 63, 0);
+        assert_eq!(generation(wrapped.id), 0);
+        assert!(found(&reg, last.id) && found(&reg, wrapped.id));
+        assert!(reg.remove(last.id).is_some());
+        assert!(reg.remove(wrapped.id).is_some());
+        Ok(())
+    }
+
+    #[test]
+    fn slot_stays_until_the_last_hold_goes() -> Result {
+        let reg = registry()?;
+        let a = insert(&reg)?;
+        reg.arm(&a)?;
+        // ib_core lets go first: ib_core no longer finds it, its index stays taken.
+        assert!(reg.remove(a.id).is_some());
+        assert!(!found(&reg, a.id));
+        assert!(reg.remove(a.id).is_none());
+        let b = insert(&reg)?;
+        assert_eq!(index(b.id), index(a.id) + 1);
+        // The callback finds it once; then the index is free.
+        assert!(reg.disarm(a.id).is_some_and(|c| c.id == a.id));
+        assert!(reg.disarm(a.id).is_none());
+        let c = insert(&reg)?;
+        assert_eq!(index(c.id), index(a.id));
+        // A released context cannot be armed again (this logs an error line).
+        assert!(reg.remove(b.id).is_some());
+        assert!(reg.arm(&b).is_err());
+        assert!(reg.disarm(b.id).is_none());
+        assert!(reg.remove(c.id).is_some());
+        Ok(())
+    }
+
+    #[test]
+    fn snapshot_lists_what_ib_core_holds_in_index_order() -> Result {
+        let reg = registry()?;
+        let a = insert(&reg)?;
+        let b = insert(&reg)?;
+        let c = insert(&reg)?;
+        assert_eq!(listed(&reg)?[..], [a.id, b.id, c.id]);
+        // Held for the callback alone: not a live registration any more.
+        reg.arm(&b)?;
+        assert!(reg.remove(b.id).is_some());
+        assert_eq!(listed(&reg)?[..], [a.id, c.id]);
+        assert!(reg.disarm(b.id).is_some());
+        assert!(reg.remove(a.id).is_some());
+        assert!(reg.remove(c.id).is_some());
+        assert!(listed(&reg)?.is_empty());
+        Ok(())
+    }
+}

@@ -158,3 +158,135 @@ impl Drop for SgCopy {
         unsafe { nvpm_sg_destroy(self.own.as_ptr()) };
     }
 }
+
+// KUnit (`nvpm_kunit`: see Kbuild): how `Runs` cuts a list into entries, the 4 GiB limit
+// included, which no emulated BAR is large enough to reach.
+#[cfg(nvpm_kunit)]
+#[kernel::macros::kunit_tests(nv_peer_mem_sg)]
+mod tests {
+    use super::Runs;
+    use kernel::prelude::*;
+
+    /// A GPU page, the chunk every registration uses.
+    const PAGE: u32 = 64 * 1024;
+    const P: u64 = PAGE as u64;
+    /// Somewhere above 4 GiB, as an IOMMU or a BAR puts GPU memory.
+    const BASE: u64 = 0x40_0000_0000;
+
+    /// The entries `Runs` makes of `addrs`, as (DMA address, length).
+    fn entries(addrs: &[u64], chunk: u32, coalesce: bool) -> Result<KVec<(u64, u32)>> {
+        let mut out = KVec::new();
+        for run in Runs::new(addrs, chunk, coalesce) {
+            out.push((run.dma, run.len), GFP_KERNEL)?;
+        }
+        Ok(out)
+    }
+
+    /// `n` contiguous chunks of `chunk` bytes from `BASE`.
+    fn contiguous(n: usize, chunk: u32) -> Result<KVVec<u64>> {
+        let mut addrs = KVVec::with_capacity(n, GFP_KERNEL)?;
+        let mut dma = BASE;
+        for _ in 0..n {
+            addrs.push(dma, GFP_KERNEL)?;
+            dma += u64::from(chunk);
+        }
+        Ok(addrs)
+    }
+
+    #[test]
+    fn empty_list_has_no_entry() -> Result {
+        assert!(entries(&[], PAGE, true)?.is_empty());
+        assert!(entries(&[], PAGE, false)?.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn one_entry_per_page_without_coalescing() -> Result {
+        let addrs = [BASE, BASE + P, BASE + 2 * P];
+        assert_eq!(
+            entries(&addrs, PAGE, false)?[..],
+            [(BASE, PAGE), (BASE + P, PAGE), (BASE + 2 * P, PAGE)]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn contiguous_pages_make_one_entry() -> Result {
+        let addrs = [BASE, BASE + P, BASE + 2 * P, BASE + 3 * P];
+        assert_eq!(entries(&addrs, PAGE, true)?[..], [(BASE, 4 * PAGE)]);
+        Ok(())
+    }
+
+    #[test]
+    fn gaps_and_backward_steps_split_runs() -> Result {
+        // A gap after the second page, a step back, the same page twice.
+        let addrs = [
+            BASE,
+            BASE + P,
+            BASE + 3 * P,
+            BASE + 4 * P,
+            BASE + 2 * P,
+            BASE + 2 * P,
+        ];
+        assert_eq!(
+            entries(&addrs, PAGE, true)?[..],
+            [
+                (BASE, 2 * PAGE),
+                (BASE + 3 * P, 2 * PAGE),
+                (BASE + 2 * P, PAGE),
+                (BASE + 2 * P, PAGE)
+            ]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn no_run_wraps_past_the_top_of_the_address_space() -> Result {
+        // The last page's end wraps to 0, which does not make 0 its successor.
+        let last = 0u64.wrapping_sub(P);
+        assert_eq!(
+            entries(&[last, 0], PAGE, true)?[..],
+            [(last, PAGE), (0, PAGE)]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn largest_run_below_4_gib_is_one_entry() -> Result {
+        // 65 535 pages: 4 GiB less one page, the most one entry holds.
+        let n = (u32::MAX / PAGE) as usize;
+        let runs = entries(&contiguous(n, PAGE)?, PAGE, true)?;
+        assert_eq!(runs[..], [(BASE, 0xffff_0000)]);
+        Ok(())
+    }
+
+    #[test]
+    fn run_of_4_gib_and_more_is_split() -> Result {
+        // 65 537 contiguous pages (4 GiB and one page): the first entry stops a page short of
+        // 4 GiB, the second takes the two pages left.
+        let n = (1usize << 32) / PAGE as usize + 1;
+        let runs = entries(&contiguous(n, PAGE)?, PAGE, true)?;
+        assert_eq!(
+            runs[..],
+            [(BASE, 0xffff_0000), (BASE + 0xffff_0000, 2 * PAGE)]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn split_is_a_whole_number_of_chunks() -> Result {
+        // 1.5 GiB chunks: two make 3 GiB, a third would pass 4 GiB.
+        const CHUNK: u32 = 0x6000_0000;
+        let runs = entries(&contiguous(5, CHUNK)?, CHUNK, true)?;
+        let c = u64::from(CHUNK);
+        assert_eq!(
+            runs[..],
+            [
+                (BASE, 2 * CHUNK),
+                (BASE + 2 * c, 2 * CHUNK),
+                (BASE + 4 * c, CHUNK)
+            ]
+        );
+        Ok(())
+    }
+}

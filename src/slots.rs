@@ -126,3 +126,90 @@ impl Drop for Slots {
         unsafe { bindings::xa_destroy(self.xa.get()) };
     }
 }
+
+// KUnit (`nvpm_kunit`: see Kbuild): which index a reservation gets, and what a lookup sees of
+// reserved and filled slots, on a table of the test's own.
+#[cfg(nvpm_kunit)]
+#[kernel::macros::kunit_tests(nv_peer_mem_slots)]
+mod tests {
+    use super::Slots;
+    use crate::client_kind::ClientKind;
+    use crate::registration::Context;
+    use kernel::prelude::*;
+    use kernel::sync::Arc;
+
+    /// A context whose id is `id`.
+    fn context(id: usize) -> Result<Arc<Context>> {
+        Context::new(id, 0x7f00_0000_0000, 0x1_0000, ClientKind::Persistent)
+    }
+
+    /// The id of the context `next` finds from `from` on, and its index.
+    fn next_from(slots: &Slots, from: usize) -> Option<(usize, usize)> {
+        let mut at = from;
+        slots.next(&mut at).map(|c| (c.id, at))
+    }
+
+    #[test]
+    fn lowest_free_index_first() -> Result {
+        let slots = Slots::new()?;
+        // Index 1 is reserved for good by `new`.
+        assert_eq!(slots.reserve()?, 2);
+        assert_eq!(slots.reserve()?, 3);
+        assert_eq!(slots.reserve()?, 4);
+        slots.unreserve(3);
+        slots.unreserve(2);
+        assert_eq!(slots.reserve()?, 2);
+        assert_eq!(slots.reserve()?, 3);
+        assert_eq!(slots.reserve()?, 5);
+        for i in 2..=5 {
+            slots.unreserve(i);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn reserved_slot_reads_empty() -> Result {
+        let slots = Slots::new()?;
+        let i = slots.reserve()?;
+        assert!(slots.get(1).is_none());
+        assert!(slots.get(i).is_none());
+        assert!(next_from(&slots, 0).is_none());
+        slots.unreserve(i);
+        Ok(())
+    }
+
+    #[test]
+    fn filled_slot_is_found_until_taken() -> Result {
+        let slots = Slots::new()?;
+        let i = slots.reserve()?;
+        slots.fill(i, context(0x1234)?);
+        assert!(slots.get(i).is_some_and(|c| c.id == 0x1234));
+        assert_eq!(next_from(&slots, 0), Some((0x1234, i as usize)));
+        assert!(slots.take(i).is_some_and(|c| c.id == 0x1234));
+        assert!(slots.get(i).is_none());
+        assert!(slots.take(i).is_none());
+        // Taken means free again.
+        assert_eq!(slots.reserve()?, i);
+        slots.unreserve(i);
+        Ok(())
+    }
+
+    #[test]
+    fn next_walks_in_index_order() -> Result {
+        let slots = Slots::new()?;
+        let mut at = [0; 3];
+        for (n, i) in at.iter_mut().enumerate() {
+            *i = slots.reserve()?;
+            slots.fill(*i, context(100 + n)?);
+        }
+        // The middle one gone: the walk skips its index.
+        assert!(slots.take(at[1]).is_some());
+        let (i0, i2) = (at[0] as usize, at[2] as usize);
+        assert_eq!(next_from(&slots, 0), Some((100, i0)));
+        assert_eq!(next_from(&slots, i0 + 1), Some((102, i2)));
+        assert!(next_from(&slots, i2 + 1).is_none());
+        assert!(slots.take(at[0]).is_some());
+        assert!(slots.take(at[2]).is_some());
+        Ok(())
+    }
+}

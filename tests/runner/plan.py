@@ -163,7 +163,10 @@ def make_plan(profile: str, lines: list[str] | None = None, repeat: int | None =
                     w = ctx.world(line)
                     return [str(TESTS / "vm/run-vm.sh"), w["kbuild"], w["initrd"], f"{w['work']}/{d}", *scen]
                 env = {"NVPM_VM_TOPOLOGY": machine, "NVPM_VM_APPEND": app, **vm_env()}
-                job = Job(f"boot:{line}:{t}", argv, line, ["boot", *scen, "kmemleak"],
+                kunit = data.get("kunit", {})
+                suites = ([f"kunit:{x}" for x in kunit.get("suites", [])]
+                          if kunit.get("scenario") in scen and line in kunit.get("lines", []) else [])
+                job = Job(f"boot:{line}:{t}", argv, line, ["boot", *scen, "kmemleak", *suites],
                           prefix=lambda ctx, line=line, t=t: f"{ctx.krel(line)}:{t}:",
                           deps=[f"world:{line}"], vm=True, cost=10 + 3 * len(scen), env=env,
                           console=lambda ctx, line=line, d=d: Path(ctx.world(line)["work"]) / d / "console.log")
@@ -251,13 +254,14 @@ def select(jobs: list[Job], patterns: list[str], only: str | None) -> list[Job]:
             if not hit:
                 continue
             if j.name.startswith("boot:"):
-                scen = [r for r in hit if r not in ("boot", "kmemleak")]
+                ran = [r for r in j.expected if r not in ("boot", "kmemleak") and not r.startswith("kunit:")]
+                scen = [r for r in hit if r in ran]
                 if not scen:
                     continue
                 old = j.argv
-                n_old = len(j.expected) - 2
-                j.argv = lambda ctx, old=old, n_old=n_old, scen=scen: old(ctx)[:-n_old] + scen
-                j.expected = ["boot", *scen, "kmemleak"]
+                j.argv = lambda ctx, old=old, n_old=len(ran), scen=scen: old(ctx)[:-n_old] + scen
+                suites = [r for r in j.expected if r.startswith("kunit:")] if "01-kunit" in scen else []
+                j.expected = ["boot", *scen, "kmemleak", *suites]
         keep[j.name] = j
     changed = True
     while changed:

@@ -116,9 +116,18 @@ def readelf(ko, flag):
                           text=True).stdout.splitlines()
 
 
+def kunit_code(names):
+    """The functions of the module's KUnit suites (`mod tests` in src/, kernels with
+    `nvpm_kunit`): KUnit calls them when the module loads, but not in the sweep's boot
+    (vm/init filters them out), and they are no failure site of the module's."""
+    shown = demangle(names)
+    return {n for n in names if "::tests::" in shown[n] or re.search(r"[a-z_]5tests[0-9]", n)}
+
+
 def reachable(ko, listing, section_headers):
     """Names of the functions something can call: those whose address is stored in data
-    (init and exit through this_module, ops tables, parameters), and those these reach."""
+    (init and exit through this_module, ops tables, parameters), and those these reach; the
+    KUnit suites and what only they reach left out."""
     secnames, funcs, edges, roots = {}, [], {}, set()
     for line in section_headers:
         m = re.match(r"^\s*\[\s*(\d+)\]\s+(\S+)", line)
@@ -164,25 +173,36 @@ def reachable(ko, listing, section_headers):
         elif not META.search(relsec):
             roots.add(target)
     # References inside one object file are resolved at compile time, without a relocation:
-    # objdump names their target ("call 3da2 <f>", "lea ...(%rip)  # 3da2 <f>").
-    func = None
+    # objdump names their target ("call 3da2 <f>", "lea ...(%rip)  # 3da2 <f>"). Where a
+    # relocation follows the instruction, the name is only its placeholder's (often the next
+    # function's, after a tail call at the end of one): the relocation, above, is the target.
+    func, names = None, []
+
+    def add(names):
+        for target in names:
+            if target != func:
+                edges.setdefault(func, set()).add(target)
+
     for line in listing.splitlines():
         m = FUNC.match(line)
         if m:
-            func = m.group("name")
-            continue
-        if func:
-            for target in re.findall(r"<([^>+]+)>", line):
-                if target != func:
-                    edges.setdefault(func, set()).add(target)
-    seen, todo = set(), list(roots)
+            add(names)
+            func, names = m.group("name"), []
+        elif func and re.match(r"^\s*[0-9a-f]+: R_X86_64_", line):
+            names = []
+        elif func:
+            add(names)
+            names = re.findall(r"<([^>+]+)>", line)
+    add(names)
+    tests = kunit_code({f for _, _, _, f in funcs})
+    seen, todo = set(tests), [r for r in roots if r not in tests]
     while todo:
         f = todo.pop()
         if f in seen:
             continue
         seen.add(f)
         todo.extend(edges.get(f, ()))
-    return seen
+    return seen - tests
 
 
 def sites(ko, rules):

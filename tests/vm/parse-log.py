@@ -8,6 +8,11 @@ module's FAKE-VIOLATION. REAL-DRIVER-HAZARD lines (the fake nvidia.ko met the re
 use-after-free window) must be as many as the scenario declared with a "hazards expected: N" or
 "hazards expected: MIN-MAX" line (none declared: 0). Prints PASS/FAIL lines; exits 1 if any
 failed.
+
+The module's KUnit suites (nv_peer_mem_*) print KTAP to the kernel log when it loads: each
+suite's result found in the scenarios' kernel logs is judged too, as "PASS kunit:<suite>" or
+"FAIL kunit:<suite>: <failing cases>" (a suite that ran more than once in the boot fails if
+any run failed).
 """
 import re
 import sys
@@ -26,6 +31,29 @@ def lib_pattern(name: str) -> "re.Pattern[str]":
 
 BAD = lib_pattern("KERNEL_REPORTS")
 NOTICE = lib_pattern("KERNEL_NOTICES")
+# A KTAP result line as dmesg prints it: the suite's at the left margin, its cases' indented
+# by four spaces.
+KTAP_RESULT = re.compile(r"^KLOG: (?:\[\s*\d+\.\d+\] )?( *)(not ok|ok) \d+ (\S+)")
+
+
+def kunit_results(lines, results):
+    """Adds the KUnit suite results of one scenario's lines to results: {suite: [cases that
+    failed]} in the order met; a suite that failed without a failing case gets "?"."""
+    failed_cases = []
+    for line in lines:
+        m = KTAP_RESULT.match(line.rstrip("\r"))
+        if not m:
+            continue
+        indent, verdict, name = len(m.group(1)), m.group(2), m.group(3)
+        if indent == 4:
+            if verdict == "not ok":
+                failed_cases.append(name)
+        elif indent == 0:
+            if name.startswith("nv_peer_mem_"):
+                cases = results.setdefault(name, [])
+                if verdict == "not ok":
+                    cases += [c for c in failed_cases or ["?"] if c not in cases]
+            failed_cases = []
 
 
 def ktap_results(text: str):
@@ -52,6 +80,7 @@ def main() -> int:
         blocks[m.group(1)] = (m.group(2), int(m.group(3)))
     failed = 0
     ktap = ktap_results(text)
+    kunit = {}
     for name in scenarios:
         if name not in blocks:
             if name == "kmemleak" and "=== BEGIN kmemleak" not in text and "VM-DONE" in text:
@@ -72,6 +101,7 @@ def main() -> int:
                 lines.append(f"not ok - no KTAP result line for {name} (plan 1..{plan})")
             elif seen[name] != (rc == 0):
                 lines.append(f"not ok - its KTAP line says {'ok' if seen[name] else 'not ok'}, its rc is {rc}")
+        kunit_results(lines, kunit)
         not_ok = [l for l in lines if l.startswith("not ok")]
         bad = [l for l in lines if l.startswith("KLOG:") and BAD.search(l) and not NOTICE.search(l)]
         hazards = [l for l in lines if l.startswith("KLOG:") and "REAL-DRIVER-HAZARD" in l]
@@ -107,6 +137,12 @@ def main() -> int:
         if ktap[0] != want:
             print(f"FAIL ktap-plan (the VM planned 1..{ktap[0]}, the host asked for {want})")
             failed += 1
+    for suite, cases in kunit.items():
+        if cases:
+            failed += 1
+            print(f"FAIL kunit:{suite}: {', '.join(cases)}")
+        else:
+            print(f"PASS kunit:{suite}")
     return 1 if failed else 0
 
 
