@@ -258,6 +258,13 @@ static int fake_ctl_exec(int argc, char **argv)
 		}
 		return fake_nic_selftest(argc == 2 ? argv[1] : NULL);
 	}
+	if (!strcmp(argv[0], "canary")) {
+		if ((argc != 2 && argc != 3) || strcmp(argv[1], "dmar-fault")) {
+			pr_err("ctl: usage: canary dmar-fault [dev]\n");
+			return -EINVAL;
+		}
+		return fake_nic_canary_dmar_fault(argc == 3 ? argv[2] : NULL);
+	}
 	if (!strcmp(argv[0], "bogus-context")) {
 		u64 value;
 

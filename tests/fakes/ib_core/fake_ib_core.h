@@ -183,6 +183,7 @@ int fake_nic_read(struct fake_nic *nic, const struct fake_seg *segs, int nsegs,
 int fake_nic_write(struct fake_nic *nic, const struct fake_seg *segs, int nsegs,
 		   u64 voff, const void *in, size_t len);
 int fake_nic_selftest(const char *name);
+int fake_nic_canary_dmar_fault(const char *name); /* tests/canaries/ */
 int fake_nic_init(void);
 void fake_nic_exit(void);
 

@@ -22,6 +22,7 @@
 #include <linux/device.h>
 #include <linux/dma-mapping.h>
 #include <linux/io.h>
+#include <linux/iommu.h>
 #include <linux/jiffies.h>
 #include <linux/minmax.h>
 #include <linux/module.h>
@@ -304,6 +305,44 @@ out:
 	if (target)
 		dma_free_coherent(&nic->pdev->dev, size, target, tdma);
 	kfree(tmp);
+	fake_nic_put(nic);
+	return ret;
+}
+
+/*
+ * The harness's own test (tests/canaries/): the NIC reads 64 bytes from a bus address its IOMMU
+ * domain does not map, as a NIC would with a stale or never-mapped address in its sg list. The
+ * IOMMU refuses the read and its driver reports the fault ("DMAR: DRHD: handling fault status
+ * reg", "DMAR: [DMA Read NO_PASID] Request device [...] fault addr ..."), from its fault
+ * interrupt, soon after the transfer. Refused where the address does translate (an identity
+ * domain, or something mapped there).
+ */
+#define FAKE_CANARY_IOVA 0x100000ULL
+
+int fake_nic_canary_dmar_fault(const char *name)
+{
+	struct iommu_domain *domain;
+	struct fake_nic *nic;
+	int ret;
+
+	nic = fake_nic_get(name);
+	if (!nic) {
+		pr_err("canary: no NIC %s\n", name && name[0] ? name : "at all");
+		return -ENODEV;
+	}
+	domain = iommu_get_domain_for_dev(&nic->pdev->dev);
+	if (!domain || (domain->type != IOMMU_DOMAIN_DMA && domain->type != IOMMU_DOMAIN_DMA_FQ) ||
+	    iommu_iova_to_phys(domain, FAKE_CANARY_IOVA)) {
+		pr_err("canary: %s: bus address 0x%llx is not an untranslated one here\n", nic->name,
+		       FAKE_CANARY_IOVA);
+		fake_nic_put(nic);
+		return -EBUSY;
+	}
+	pr_info("canary: %s reads 64 bytes at bus address 0x%llx, which nothing mapped\n",
+		nic->name, FAKE_CANARY_IOVA);
+	mutex_lock(&nic->lock);
+	ret = edu_xfer(nic, FAKE_CANARY_IOVA, EDU_BUF_ADDR, 64, false);
+	mutex_unlock(&nic->lock);
 	fake_nic_put(nic);
 	return ret;
 }

@@ -2,14 +2,22 @@
 /*
  * Canaries: each plants one kind of kernel report on purpose, so that the test harness can
  * show that a report of that kind, wherever it happens, fails the run that met it
- * (tests/scenarios/31-canaries.sh). Nothing of the real driver; no other command uses them.
+ * (tests/canaries/). Nothing of the real driver; no other command uses them.
  *
- *   canary warn | kasan | lockdep | ubsan | list | violation | hung <seconds>
+ *   canary warn | kasan | lockdep | ubsan | list | violation | hung <seconds> | rcu-stall |
+ *          softlockup | bug-line
+ *
+ * (An IOMMU fault needs a device that does DMA: the fake ib_core's "canary dmar-fault".)
  */
+#include <linux/jiffies.h>
+#include <linux/kernel.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/panic.h>
+#include <linux/rcupdate.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
 
 #include "fake_nvidia.h"
 
@@ -61,6 +69,59 @@ static void fnv_canary_list(void)
 	list_add(&entry, &head);
 }
 
+/*
+ * RCU reports a grace period that lasts longer than its stall timeout (21 s, the default of
+ * CONFIG_RCU_CPU_STALL_TIMEOUT) as "INFO: rcu_preempt detected stalls on CPUs/tasks" (or
+ * "self-detected stall"). The writing task reads under rcu_read_lock() for 25 s and asks for a
+ * grace period as it starts (an idle machine may need none), which cannot end before it
+ * unlocks. Preemption stays on, so the soft lockup watchdog's thread still runs on this CPU:
+ * only RCU complains.
+ */
+static void fnv_canary_rcu_stall(void)
+{
+	unsigned long end = jiffies + 25 * HZ;
+
+	rcu_read_lock();
+	start_poll_synchronize_rcu();
+	while (time_before(jiffies, end))
+		cpu_relax();
+	rcu_read_unlock();
+}
+
+/*
+ * A CPU that runs kernel code for 20 s without scheduling (twice watchdog_thresh) is reported as
+ * "watchdog: BUG: soft lockup - CPU#N stuck for NNs!" and taints the kernel L: the writing task
+ * spins with a spinlock held, as a free callback stuck under its lock would, until the watchdog
+ * has reported it (the taint appears), at most 40 s. If an earlier canary tainted the kernel
+ * already, it spins 30 s, past the watchdog's last check (threshold plus its 4 s period).
+ */
+static DEFINE_SPINLOCK(fnv_canary_spin);
+
+static void fnv_canary_softlockup(void)
+{
+	bool tainted = test_taint(TAINT_SOFTLOCKUP);
+	unsigned long end = jiffies + (tainted ? 30 : 40) * HZ;
+
+	spin_lock(&fnv_canary_spin);
+	while (time_before(jiffies, end) && (tainted || !test_taint(TAINT_SOFTLOCKUP)))
+		cpu_relax();
+	spin_unlock(&fnv_canary_spin);
+}
+
+/*
+ * The module's own leak guards (the Drop of PageTable and DmaMapping, src/nv_p2p.rs) print
+ * these lines when an internal invariant broke. No input makes the module break one, so the
+ * canary prints the same text, as the kernel log shows it (the module's name, then the message;
+ * this file has no pr_fmt); tests/canaries/canary-vm.sh checks that it covers every "bug:"
+ * message in src/.
+ */
+static void fnv_canary_bug_line(void)
+{
+	pr_err("nv_peer_mem: bug: page table for va %#llx dropped without being released (pin leaked)\n",
+	       0x6d0000000000ULL);
+	pr_err("nv_peer_mem: bug: DMA mapping dropped without being released\n");
+}
+
 int fnv_canary_command(int argc, char **argv)
 {
 	unsigned int secs;
@@ -80,8 +141,14 @@ int fnv_canary_command(int argc, char **argv)
 	} else if (argc == 3 && !strcmp(argv[1], "hung") && !kstrtouint(argv[2], 0, &secs)) {
 		/* The writing task sleeps uninterruptibly (D state): khungtaskd reports it. */
 		schedule_timeout_uninterruptible(secs * HZ);
+	} else if (argc == 2 && !strcmp(argv[1], "rcu-stall")) {
+		fnv_canary_rcu_stall();
+	} else if (argc == 2 && !strcmp(argv[1], "softlockup")) {
+		fnv_canary_softlockup();
+	} else if (argc == 2 && !strcmp(argv[1], "bug-line")) {
+		fnv_canary_bug_line();
 	} else {
-		pr_err("ctl: usage: canary warn|kasan|lockdep|ubsan|list|violation|hung <seconds>\n");
+		pr_err("ctl: usage: canary warn|kasan|lockdep|ubsan|list|violation|hung <seconds>|rcu-stall|softlockup|bug-line\n");
 		return -EINVAL;
 	}
 	return 0;
