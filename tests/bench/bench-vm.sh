@@ -27,7 +27,7 @@ P=/sys/module/nv_peer_mem/parameters
 if [ -n "$CANARY" ]; then
 	for k in $(echo "$CANARY" | tr , ' '); do
 		echo "canary: planting $k"
-		ctl_nv "canary $k"
+		canary_plant "$k"
 	done
 	unload_world
 	finish

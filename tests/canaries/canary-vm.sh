@@ -1,10 +1,13 @@
 #!/bin/bash
 # The net's own test: boots the test kernel with scenarios that plant each kind of kernel
-# report through the fake nvidia.ko ("canary KIND"), and passes only where the judge
-# (tests/vm/parse-log.py) failed the scenario that met the report, with the report itself among
-# the lines it judged. Hosts: a scenario that drains the log (canary.sh), one that throws it
-# away (only the kernel's flags can tell), a run of the fault-injection sweep, a race of the
-# in-kernel stress and make bench's VM (bench-vm). Lockdep reports once per boot and then switches itself off: two boots.
+# report (canary_plant in tests/vm/lib.sh: the fake nvidia.ko's "canary KIND", the fake
+# ib_core's "canary dmar-fault"), and passes only where the judge (tests/vm/parse-log.py)
+# failed the scenario that met it, with the report itself among the lines it judged (the KLOG
+# lines that match KERNEL_REPORTS and no KERNEL_NOTICES). Hosts: a scenario that drains the log
+# (canary.sh), one that throws it away (only the kernel's flags can tell), a run of the
+# fault-injection sweep, a race of the in-kernel stress and make bench's VM (bench-vm).
+# Lockdep reports once per boot and then switches itself off, so every host of a lockdep
+# canary has a boot of its own: five boots.
 # Beside them, the misbehaving clients (canary-misuse-*): one client bug each, which the
 # double must report. The first boot runs R515's nvidia.ko, the generation whose put_pages
 # reads the table (a put from two threads is a use after free there, harmless from R535 on).
@@ -14,6 +17,17 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 kbuild=$1 initrd=$2 work=$3 append=$4
 failed=0
+
+# What the judge counts as a report, as parse-log.py reads it from lib.sh.
+lib_pattern() { sed -n "s/^$1='\(.*\)'\$/\1/p" "$here/../vm/lib.sh"; }
+reports=$(lib_pattern KERNEL_REPORTS) notices=$(lib_pattern KERNEL_NOTICES)
+if [ -z "$reports" ] || [ -z "$notices" ]; then
+	echo "FAIL canary: no KERNEL_REPORTS or KERNEL_NOTICES in lib.sh"
+	exit 1
+fi
+# judged: the lines of a scenario's block that the judge fails it for (the serial console's
+# carriage returns dropped)
+judged() { grep '^KLOG:' | tr -d '\r' | grep -E -- "$reports" | grep -vE -- "$notices"; }
 
 # signature KIND: how the kernel words that report (in a KLOG line the judge read)
 signature() {
@@ -25,12 +39,25 @@ signature() {
 	violation) echo 'FAKE-VIOLATION: canary' ;;
 	lockdep) echo 'possible circular locking dependency' ;;
 	hung) echo 'INFO: task .* blocked for more than' ;;
+	rcu-stall) echo 'rcu: INFO: rcu_[a-z_]* (self-)?detected (expedited )?stall' ;;
+	softlockup) echo 'watchdog: BUG: soft lockup' ;;
+	dmar-fault) echo 'DMAR: \[DMA Read[^]]*\] Request device .* fault addr 0x100000 ' ;;
+	bug-line) echo 'nv_peer_mem: bug: ' ;;
 	# The misbehaving clients (tests/fakes/nvidia/misuse.c), as the double reports each bug.
 	read-failed-table) echo 'KASAN: [a-z-]*use-after-free in fnv_misuse_read_failed_table' ;;
 	put-in-callback) echo 'FAKE-VIOLATION: put_pages: called from inside a free callback' ;;
 	unmap-after-callback) echo 'FAKE-VIOLATION: dma_unmap_pages: page table of va=0x6d0000000000 was freed .* while this call ran' ;;
 	put-twice) echo 'FAKE-VIOLATION: put_pages: page table of va=0x6d0000000000 was put by another thread while this call ran' ;;
 	esac
+}
+# bug_messages: every "bug: ..." message of the module (src/*.rs), as an ERE of the line the
+# kernel log shows ("nv_peer_mem: " and the message, each {} a value). The bug-line canary
+# must plant each one, so a message added to src/ without a canary fails here.
+bug_messages() {
+	# shellcheck disable=SC2016 # $ is the regular expression's, not the shell's
+	grep -ohE '"bug: ([^"\\]|\\[^n])*(\\n)?"' "$here"/../../src/*.rs |
+		sed -e 's/^"//' -e 's/"$//' -e 's/\\n$//' -e 's/[].[*^$()+?|\\]/\\&/g' -e 's/{[^}]*}/.*/g' \
+			-e 's/^/nv_peer_mem: /' -e 's/$/$/'
 }
 # block LOG SCENARIO: the scenario's lines in the console log
 block() { sed -n "/^=== BEGIN $2\r\{0,1\}\$/,/^=== END $2 /p" "$1"; }
@@ -55,12 +82,17 @@ boot() {
 		case $want in
 		log:*)
 			for k in ${want#log:}; do
-				grep -qE "^KLOG: .*$(signature "$k")" <<<"$body" || missing+=("$k")
+				judged <<<"$body" | grep -qE -- "$(signature "$k")" || missing+=("$k")
+				[ "$k" = bug-line ] || continue
+				while read -r m; do
+					judged <<<"$body" | grep -qE -- "$m" || missing+=("'${m%$}'")
+				done < <(bug_messages)
 			done
 			;;
 		flag:*)
 			# The report happened (in the lines hidden from the judge), and the flag caught it.
-			grep -qE "^DISCARDED: .*$(signature "${sc##*-}")" <<<"$body" || missing+=("${sc##*-} report")
+			k=${sc#canary-*-}
+			grep -qE "^DISCARDED: .*$(signature "$k")" <<<"$body" || missing+=("$k report")
 			case $want in
 			flag:taint) grep -q '^not ok - the kernel was tainted' <<<"$body" || missing+=("the taint check") ;;
 			flag:debug_locks) grep -q '^not ok - lockdep switched itself off' <<<"$body" || missing+=("the debug_locks check") ;;
@@ -79,10 +111,12 @@ boot() {
 	done
 }
 # A KASAN report switches lockdep off for the rest of the boot (its taint is "lockdep now
-# unreliable"): in each boot lockdep's canary comes before any KASAN one. The sweep's and the
-# stress's drains hand on what matches the judge's list whatever the kind (lockdep's was shown
-# in the first two hosts): they share a boot after lockdep's canary.
-all="warn,ubsan,list,violation,kasan"
+# unreliable"): in each boot lockdep's canary comes before any KASAN one. The sweep, the stress
+# and the bench each plant every kind in $all, lockdep's first, in a boot of their own; the
+# canaries that spin (rcu-stall, softlockup: 25 s each) are planted in a drained scenario only,
+# their lines reach the judge from the other hosts' drains as every other report's do (what
+# matches KERNEL_REPORTS is handed on, whatever its kind).
+all="lockdep,hung,bug-line,dmar-fault,warn,ubsan,list,violation,kasan"
 first_append=
 for w in $append; do
 	case $w in nvpm.nvidia=*) w=nvpm.nvidia=r515 ;; esac
@@ -93,7 +127,11 @@ boot 1 "$first_append" canary-discarded-warn=flag:taint \
 	canary-drained-hung=log:hung canary-misuse-put-in-callback=log:put-in-callback \
 	canary-misuse-unmap-after-callback=log:unmap-after-callback canary-misuse-put-twice=log:put-twice \
 	canary-discarded-lockdep=flag:debug_locks canary-discarded-kasan=flag:taint
-boot 2 "$append nvpm.canary=$all nvpm.stress_iters=100" canary-drained-lockdep=log:lockdep \
-	30-sweep="log:${all//,/ }" 29-stress="log:${all//,/ }" bench-vm="log:${all//,/ }" canary-drained-warn=log:warn \
+boot 2 "$append" canary-drained-lockdep=log:lockdep canary-drained-bug-line=log:bug-line \
+	canary-drained-dmar-fault=log:dmar-fault canary-drained-rcu-stall=log:rcu-stall \
+	canary-drained-softlockup=log:softlockup canary-drained-warn=log:warn \
 	canary-drained-kasan=log:kasan canary-misuse-read-failed-table=log:read-failed-table
+boot 3 "$append nvpm.canary=$all" 30-sweep="log:${all//,/ }"
+boot 4 "$append nvpm.canary=$all nvpm.stress_iters=100" 29-stress="log:${all//,/ }"
+boot 5 "$append nvpm.canary=$all" bench-vm="log:${all//,/ }"
 exit $failed

@@ -10,8 +10,9 @@
 #   canary-misuse-BUG      a misbehaving client (the fake nvidia.ko's "misuse BUG"): a client
 #                          bug the double must report, as the real driver's failure would show;
 #                          the log goes to the judge.
-# KIND: warn kasan lockdep ubsan list violation hung. BUG: read-failed-table put-in-callback
-# unmap-after-callback put-twice. $s is the scenario's name (vm/init).
+# KIND: warn kasan lockdep ubsan list violation hung rcu-stall softlockup bug-line dmar-fault
+# (canary_plant, tests/vm/lib.sh). BUG: read-failed-table put-in-callback unmap-after-callback
+# put-twice. $s is the scenario's name (vm/init).
 # shellcheck disable=SC2154 # $s: the scenario name, set by vm/init
 how=${s#canary-}
 kind=${how#*-}
@@ -19,13 +20,8 @@ how=${how%%-*}
 check "load" load_world
 if [ "$how" = misuse ]; then
 	ctl_nv "misuse $kind" || not_ok "the misbehaving client $kind did not run to its end"
-elif [ "$kind" = hung ]; then
-	# khungtaskd reports a task in D state for longer than the timeout (init sets 60 s).
-	echo 3 >/proc/sys/kernel/hung_task_timeout_secs
-	ctl_nv "canary hung 10"
-	echo 60 >/proc/sys/kernel/hung_task_timeout_secs
 else
-	ctl_nv "canary $kind"
+	canary_plant "$kind"
 fi
 case $how in
 drained | misuse) klog_flush ;;
