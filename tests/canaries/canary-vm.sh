@@ -112,10 +112,10 @@ boot() {
 }
 # A KASAN report switches lockdep off for the rest of the boot (its taint is "lockdep now
 # unreliable"): in each boot lockdep's canary comes before any KASAN one. The sweep, the stress
-# and the bench each plant every kind in $all, lockdep's first, in a boot of their own; the
-# canaries that spin (rcu-stall, softlockup: 25 s each) are planted in a drained scenario only,
-# their lines reach the judge from the other hosts' drains as every other report's do (what
-# matches KERNEL_REPORTS is handed on, whatever its kind).
+# and the bench each plant every kind in $all, lockdep's first, in a boot of their own. The
+# canaries that spin (rcu-stall, softlockup: 20 to 30 s each, more under load) are planted in a
+# drained scenario only: their lines would reach the judge from the other hosts' drains as
+# every other report's do (what matches KERNEL_REPORTS is handed on, whatever its kind).
 all="lockdep,hung,bug-line,dmar-fault,warn,ubsan,list,violation,kasan"
 first_append=
 for w in $append; do

@@ -13,9 +13,11 @@
 #include <linux/kernel.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/nmi.h>
 #include <linux/panic.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 
@@ -70,40 +72,45 @@ static void fnv_canary_list(void)
 }
 
 /*
- * RCU reports a grace period that lasts longer than its stall timeout (21 s, the default of
- * CONFIG_RCU_CPU_STALL_TIMEOUT) as "INFO: rcu_preempt detected stalls on CPUs/tasks" (or
- * "self-detected stall"). The writing task reads under rcu_read_lock() for 25 s and asks for a
- * grace period as it starts (an idle machine may need none), which cannot end before it
- * unlocks. Preemption stays on, so the soft lockup watchdog's thread still runs on this CPU:
- * only RCU complains.
+ * RCU reports a grace period that lasts longer than its stall timeout as "INFO: rcu_sched
+ * detected stalls on CPUs/tasks" (or "self-detected stall on CPU"): rcu_cpu_stall_timeout
+ * (21 s) plus 5 s with CONFIG_PROVE_RCU (RCU_STALL_DELAY_DELTA), counted in jiffies. The writing
+ * task reads under rcu_read_lock() for 30 s of jiffies and asks for a grace period as it starts
+ * (an idle machine may need none), which cannot end before it unlocks. Under a loaded TCG host
+ * jiffies lose ticks, so that may take a minute or more. The test kernel's RCU is not
+ * preemptible (PREEMPT_LAZY), so the reader holds its CPU: it touches the soft lockup
+ * watchdog as it spins, so that only RCU complains.
  */
 static void fnv_canary_rcu_stall(void)
 {
-	unsigned long end = jiffies + 25 * HZ;
+	unsigned long end = jiffies + 30 * HZ;
 
 	rcu_read_lock();
 	start_poll_synchronize_rcu();
-	while (time_before(jiffies, end))
+	while (time_before(jiffies, end)) {
+		touch_softlockup_watchdog();
 		cpu_relax();
+	}
 	rcu_read_unlock();
 }
 
 /*
- * A CPU that runs kernel code for 20 s without scheduling (twice watchdog_thresh) is reported as
- * "watchdog: BUG: soft lockup - CPU#N stuck for NNs!" and taints the kernel L: the writing task
- * spins with a spinlock held, as a free callback stuck under its lock would, until the watchdog
- * has reported it (the taint appears), at most 40 s. If an earlier canary tainted the kernel
- * already, it spins 30 s, past the watchdog's last check (threshold plus its 4 s period).
+ * A CPU that runs kernel code for 20 s without scheduling (twice watchdog_thresh, in
+ * local_clock() time) is reported as "watchdog: BUG: soft lockup - CPU#N stuck for NNs!" and
+ * taints the kernel L: the writing task spins with a spinlock held, as a free callback stuck
+ * under its lock would, until the watchdog has reported it (the taint appears), at most 40 s.
+ * If an earlier canary tainted the kernel already, it spins 30 s, past the watchdog's last
+ * check (threshold plus its 4 s period).
  */
 static DEFINE_SPINLOCK(fnv_canary_spin);
 
 static void fnv_canary_softlockup(void)
 {
 	bool tainted = test_taint(TAINT_SOFTLOCKUP);
-	unsigned long end = jiffies + (tainted ? 30 : 40) * HZ;
+	u64 end = local_clock() + (tainted ? 30 : 40) * NSEC_PER_SEC;
 
 	spin_lock(&fnv_canary_spin);
-	while (time_before(jiffies, end) && (tainted || !test_taint(TAINT_SOFTLOCKUP)))
+	while (local_clock() < end && (tainted || !test_taint(TAINT_SOFTLOCKUP)))
 		cpu_relax();
 	spin_unlock(&fnv_canary_spin);
 }
