@@ -209,7 +209,7 @@ def make_plan(profile: str, lines: list[str] | None = None, repeat: int | None =
             jobs.append(Job(f"canaries:{line}", lambda ctx, line=line: [
                 str(TESTS / "canaries/canary-vm.sh"), ctx.world(line)["kbuild"], ctx.world(line)["initrd"],
                 ctx.world(line)["work"], "nvpm.nvidia=r580 nvpm.ibcore=24.x"], line, names, prefix=kp,
-                deps=[f"world:{line}"], vm=True, cost=40))
+                deps=[f"world:{line}"], vm=True, cost=90))
     if not vm_only:
         last = lines[-1]
         jobs.append(Job("host-checks", lambda ctx: [str(TESTS / "host-checks.sh")], "host",
