@@ -241,7 +241,8 @@ put_case() {
 RETRY="unpinning GPU memory at $GPU_VA: nvidia.ko was out of memory, retrying once"
 put_case "ENOMEM from put_pages, once: retried, unpinned" "" "put_pages -12 1" "" "$RETRY"
 # Twice: the pin stays NVIDIA's and cudaFree's callback finds no registration. Not on R470, whose
-# callback must free the table itself: there the module leaks it (Documentation/design.md).
+# drivers leave the table to the client's callback: a callback that finds no registration frees
+# nothing, so there nvidia.ko's table of such a pin is never freed (not handled yet).
 if [ "$NV_GEN" != r470 ]; then
 	put_case "ENOMEM from put_pages, twice: logged, the pin is nvidia's" "" "put_pages -12 2" "pins=1," \
 		"$RETRY" "releasing GPU pages at $GPU_VA (+$LEN) failed: ENOMEM"
