@@ -14,17 +14,42 @@ check "load" load_world
 if core_is_49; then form="(legacy PeerDirect registration)"; else form="(extended; MLNX_OFED 4.9 needs peerdirect_support=1 PeerDirect registration)"; fi
 check "the load line: loaded, version ... $form" sh -c "dmesg | grep -qF 'nv_peer_mem: loaded, version ' && dmesg | grep -qF '$form'"
 check "cudaMalloc" ctl_nv "alloc $GPU_VA $LEN contiguous"
+klog_flush
 
-# err_counters CLIENT: its err_* counters, "name=value" one a line.
+# Everything below runs per case, under an emulator: the counters, nvidia.ko's gauges and the
+# calls are read with the shell's own read, not with forks.
+# err_counters CLIENT: $counted, its err_* counters as "name=value" words.
 err_counters() {
-	for f in "$S/$1"/err_*; do echo "${f##*/}=$(cat "$f")"; done
+	counted=
+	for f in "$S/$1"/err_*; do
+		read -r v <"$f"
+		counted="$counted ${f##*/}=$v"
+	done
 }
-# rose BEFORE AFTER: the counters that changed between two err_counters, as "name+N".
+# rose BEFORE AFTER: $rise, the counters that changed between two err_counters, as "name+N"
+# words (both lists come from the same glob, in the same order).
 rose() {
-	printf '%s\n' "$1" | while IFS='=' read -r k v; do
-		n=$(printf '%s\n' "$2" | sed -n "s/^$k=//p")
-		[ "$n" = "$v" ] || printf '%s+%s\n' "$k" $((n - v))
-	done | paste -sd ' '
+	rise=
+	set -- "$1" "$2"
+	a=$1 b=$2
+	for kv in $a; do
+		set -- $b
+		after=$1
+		shift
+		b=$*
+		[ "$kv" = "$after" ] || rise="${rise:+$rise }${kv%%=*}+$((${after#*=} - ${kv#*=}))"
+	done
+}
+# gauges: $left, nvidia.ko's gauges that are not back to zero (as nv_left), and $refs, the
+# module's reference count.
+gauges() {
+	left=
+	while read -r key value; do
+		case $key in pins | persistent_pins | mappings | dead_tables)
+			[ "$value" = 0 ] || left="$left$key=$value," ;;
+		esac
+	done <$NV/stats
+	read -r refs </sys/module/nv_peer_mem/refcnt
 }
 
 # module_lines: the module's lines in the kernel log, errnos by name. Without
@@ -49,17 +74,18 @@ has_text() { printf '%s\n' "$1" | grep -qF -- "$2"; }
 # Afterwards nothing may be pinned, mapped or referenced.
 errno_case() {
 	d=$1 inj=$2 client=$3 dev=$4 ops=$5 want=$6 counters=$7 text=$8 param=${9:-}
-	ctl_nv "inject clear"
 	[ "$inj" = - ] || ctl_nv "inject $inj" || not_ok "$d: inject $inj refused"
 	[ -z "$param" ] || echo 1 >"$P/$param"
-	klog_flush
-	before=$(err_counters "$client")
-	if ctl_ib "call $client $dev $GPU_VA $LEN $ops"; then got=$(cat $IBC/calls); else got="call failed"; fi
+	err_counters "$client"
+	before=$counted
+	if ctl_ib "call $client $dev $GPU_VA $LEN $ops"; then read -r got <$IBC/calls; else got="call failed"; fi
 	ctl_nv "inject clear"
 	[ -z "$param" ] || echo 0 >"$P/$param"
 	lines=$(module_lines)
 	klog_flush
-	rise=$(rose "$before" "$(err_counters "$client")")
+	err_counters "$client"
+	rose "$before" "$counted"
+	gauges
 	if [ "$got" = "$want" ]; then ok "$d: $got"; else not_ok "$d: got '$got', wanted '$want'"; fi
 	[ "$counters" != - ] || counters=
 	if [ "$rise" = "$counters" ]; then ok "  counted: ${rise:-nothing}"
@@ -71,10 +97,8 @@ errno_case() {
 	else
 		not_ok "  log lines, wanted one with '$text': ${lines:-none}"
 	fi
-	left=$(nv_left)
-	r=$(cat /sys/module/nv_peer_mem/refcnt)
-	if [ -z "$left" ] && [ "$r" = 0 ]; then ok "  nothing left"
-	else not_ok "  left: ${left}refcnt=$r"; fi
+	if [ -z "$left" ] && [ "$refs" = 0 ]; then ok "  nothing left"
+	else not_ok "  left: ${left}refcnt=$refs"; fi
 }
 
 LIFE="acquire get_pages dma_map dma_unmap put_pages release"
