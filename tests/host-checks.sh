@@ -1,7 +1,7 @@
 #!/bin/bash
 # The host checks, once a run, against the last kernel line's build (tests/vm/world.sh ran):
-# rustfmt, the import lint and its canary, preflight's messages, nv-symvers.sh, make install and
-# uninstall into a DESTDIR, shellcheck. Prints PASS/FAIL lines.
+# rustfmt, the import lint and its canary, the promise lint and its canary, preflight's messages,
+# nv-symvers.sh, make install and uninstall into a DESTDIR, shellcheck. Prints PASS/FAIL lines.
 set -uo pipefail
 NVPM_WORLD_REUSE=1 . "$(dirname "$0")/build-world.sh"
 result() { # result PASS|FAIL name [detail]
@@ -15,6 +15,11 @@ else result FAIL rustfmt "$(echo "$out" | head -20)"; fi
 # each kind of import planted in a copy of src/ (its --self-test).
 python3 "$top/tests/lint/imports.py" "$top/src"
 python3 "$top/tests/lint/imports.py" --self-test "$top/src"
+
+# Every errno, errno mapping, log line and counter the docs promise has a test that names it
+# (tests/lint/promises.py); and the check itself fails on ones planted in a copy of the docs.
+python3 "$top/tests/lint/promises.py" "$top"
+python3 "$top/tests/lint/promises.py" --self-test
 
 preflight_case() { # preflight_case NAME EXPECTED-TEXT make-variables...
 	local name=$1 want=$2 out

@@ -55,6 +55,10 @@ check "  the free went through" contains "$out" '^2\.2 ok'
 check "  one free callback ran" test "$(nv_stat callbacks)" = 1
 check "  logged and counted as freed during registration" \
 	test "$(nvpm_stat nv_mem err_freed_during_registration)" = 1
+# efault_logged TEXT: the registration got EFAULT and the module logged TEXT.
+efault_logged() { contains "$out" '^2\.1 Bad address' && contains "$(dmesg)" "$1"; }
+check "  EFAULT, logged: GPU memory at $GPU_VA (+0x200000) was freed during registration" \
+	efault_logged "nv_peer_mem: GPU memory at $GPU_VA (+0x200000) was freed during registration"
 check "  no invalidation (nothing was mapped)" test "$(nvpm_stat nv_mem invalidations)" = 0
 check "  no module reference left" test "$(cat /sys/module/nv_peer_mem/refcnt)" = 0
 expect_nv_clean "free between acquire and get_pages"
