@@ -7,15 +7,28 @@
 # module reference.
 check "load" load_world
 # Each step says how many of the driver's own use-after-free windows (REAL-DRIVER-HAZARD,
-# tests/fakes/INTERFACE.md) it may meet: "MIN MAX". Since R515 the driver frees a revoked table
-# itself, so a free landing on a dma_map_pages waiting for the API lock meets one; on
-# R515-R530 so does one landing on a waiting put_pages, which reads the table first.
-# After dma_unmap the teardown may take the context back before the waiting callback and enter
-# put_pages: on R515-R530 that put meets the window too.
+# tests/fakes/INTERFACE.md, rule 5) it may meet: "MIN MAX", per generation as the fake counts
+# them. One free frees one table, and a client that looks after every call calls with it at
+# most once: never more than 1 per step. Where it is 1:
+# - any_wait: the free waits for the API lock behind get_pages; when that lock goes, the free
+#   and the registration's dma_map_pages race for it. R515 and later free a revoked table
+#   themselves, so the dma_map_pages meets the freed table when the free wins (0 when it
+#   loses). R470 leaves the table to the client: never.
+# - put_wait: the free lands while the deregistration's put_pages waits for the lock. R515-R530
+#   read the table before (nv-p2p.c 515: gpu_uuid), so it meets the freed table, always. R535
+#   and later only look it up in RM by its address (p2p.c: not found, 0): never. R470: never.
+# - put_next: the free waits for the context behind dma_unmap_pages; after it the teardown may
+#   take the context back before the callback and enter put_pages, which on R515-R530 then
+#   meets the window (0 when the callback goes first). Never elsewhere.
+# A generation the fake does not have has no figures: the step fails rather than guess.
 case $NV_GEN in
 r470) any_wait="0 0" put_wait="0 0" put_next="0 0" ;;
 r515) any_wait="0 1" put_wait="1 1" put_next="0 1" ;;
-*) any_wait="0 1" put_wait="0 0" put_next="0 0" ;;
+r535 | r580) any_wait="0 1" put_wait="0 0" put_next="0 0" ;;
+*)
+	not_ok "no hazard allowances for nvidia generation '$NV_GEN'"
+	any_wait="0 0" put_wait="0 0" put_next="0 0"
+	;;
 esac
 hz_total=0
 

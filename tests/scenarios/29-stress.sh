@@ -57,7 +57,18 @@ expect_race() {
 		expect hazards -le "$callbacks" "one a free callback at most"
 		;;
 	many)
+		# No buffer is freed while it is registered here: each thread registers its own, which
+		# stays allocated until its deregistration. Whenever nv_peer_mem's client is
+		# registered, every range is GPU memory of the registering process (the thread
+		# allocated it) and nv_mem must claim it: a client that declines one is wrong, so
+		# reg_declined (asked and declined, the fake ib_core's count) must be 0. The only
+		# EFAULT the race can cause is ib_core's when no client is registered at all, in the
+		# gap between a successful rmmod of the loop below and its modprobe: none when it never
+		# unloaded. Every registration ends in one of the two (unexpected=0 checks the rest).
 		expect reg_ok -ge "$min"
+		expect reg_declined -eq 0 "no registration of a live buffer declined"
+		[ "$unloaded" -gt 0 ] || expect reg_efault -eq 0 "the module never went: no EFAULT"
+		expect reg_ok -eq $((2 * ITERS - $(outcome reg_efault))) "every registration made or found no client"
 		expect dereg_ok -eq "$(outcome reg_ok)" "each registration deregistered"
 		expect hazards -eq 0
 		;;
@@ -102,7 +113,8 @@ run() {
 	echo "stress: $race: ${sum}${module}callbacks=$cb hazards=$hz seconds=$(echo "$t1 $t0" | awk '{ printf "%.0f", $1 - $2 }')"
 	check "$race: $ITERS iterations, no unexpected outcome" sh -c "test $rc = 0 && echo '$sum' | grep -q 'iterations=$ITERS ' && echo '$sum' | grep -q ' unexpected=0 '"
 	all="$sum ${module}callbacks=$cb hazards=$hz"
-	expect_race
+	# many's judge needs the rmmod loop's count: it runs once the loop has stopped.
+	[ "$race" = many ] || expect_race
 }
 
 check "load" load_world
@@ -117,25 +129,34 @@ run overlap-free 1500
 
 # Registrations on both NICs at once, while a shell loop runs rmmod nv_peer_mem (and modprobe
 # again when it went): the module must either refuse (a registration holds it) or leave
-# cleanly, never in between; a registration while it is gone finds no client (EFAULT).
+# cleanly, never in between; a registration while it is gone finds no client (EFAULT). Every
+# reload must succeed.
 rm -f /tmp/rmmod.stop
 (
-	ok_n=0 busy_n=0
+	ok_n=0 busy_n=0 reload_failed=0
 	while [ ! -e /tmp/rmmod.stop ]; do
 		if rmmod nv_peer_mem 2>/dev/null; then
 			ok_n=$((ok_n + 1))
-			modprobe nv_peer_mem
+			modprobe nv_peer_mem || reload_failed=$((reload_failed + 1))
 		else busy_n=$((busy_n + 1)); fi
 	done
-	echo "$ok_n $busy_n" >/tmp/rmmod.counts
+	echo "$ok_n $busy_n $reload_failed" >/tmp/rmmod.counts
 ) &
 run many 0
 touch /tmp/rmmod.stop
 wait
-read -r unloaded refused </tmp/rmmod.counts
-echo "stress: rmmod: unloaded=$unloaded refused=$refused (during $ITERS iterations of many)"
+read -r unloaded refused reload_failed </tmp/rmmod.counts
+echo "stress: rmmod: unloaded=$unloaded refused=$refused reload_failed=$reload_failed (during $ITERS iterations of many)"
+race=many
+expect_race
 check "rmmod attempts were made" test $((unloaded + refused)) -gt 0
-check "nv_peer_mem loaded at the end" sh -c "test -d /sys/module/nv_peer_mem || modprobe nv_peer_mem"
+check "every reload after an rmmod loaded nv_peer_mem again ($unloaded)" test "$reload_failed" = 0
+check "nv_peer_mem loaded at the end" test -d /sys/module/nv_peer_mem
+# The module's state after the reloads, not only that it is there: a registration works.
+check "cudaMalloc after the races" ctl_nv "alloc $GPU_VA 0x40000 contiguous"
+check "a registration works after the reloads" ctl_ib "reg 9 edu0 $GPU_VA 0x40000"
+check "deregister" ctl_ib "dereg 9"
+check "cudaFree" ctl_nv "free $GPU_VA"
 
 drain
 echo "stress: kernel log lines: $loglines"

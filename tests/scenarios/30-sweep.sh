@@ -79,9 +79,10 @@ leftovers() {
 judge() {
 	plant_canary
 	dmesg -r -c >/tmp/sweep.log
-	# Its kernel reports go to the judge; the frames of the injections' own call traces do not
+	# Its kernel reports go to the harness; the frames of the injections' own call traces do not
 	# count (they name lockdep's functions).
-	grep -E "$KERNEL_REPORTS" /tmp/sweep.log |
+	# The real driver's hazards go on too: the allowance the scenario declared judges them.
+	grep -E "$KERNEL_REPORTS|REAL-DRIVER-HAZARD" /tmp/sweep.log |
 		grep -Ev '^<[0-9]+>\[ *[0-9.]+\] +(\? )?[A-Za-z0-9_.]+\+0x[0-9a-f]+/0x[0-9a-f]+( \[[a-z_0-9]+\])?$' |
 		sed 's/^/KLOG: /'
 	# Whether the injection left a report at all: not when the allocation asked for quiet
@@ -142,6 +143,9 @@ run_nth() {
 	env $rn_env /bin/failnth $n "$@" >/tmp/sweep.out 2>&1
 	rc=$(sed -n 's/^rc=\([0-9]*\) left=.*/\1/p' /tmp/sweep.out)
 	left=$(sed -n 's/^rc=[0-9]* left=\(-*[0-9]*\)$/\1/p' /tmp/sweep.out)
+	# No result line (a step before the armed one failed, failnth could not run) or no count
+	# (fail-nth unreadable): not the end of the phase, a broken run.
+	case $left in '' | -*) left=broken ;; esac
 	eval "$rn_after" >/dev/null 2>&1
 }
 
@@ -150,7 +154,10 @@ slab() {
 	shift 2
 	while [ $n -le $MAX_N ]; do
 		run_nth "$after" "" "$@"
-		if [ "$left" != 0 ]; then
+		if [ "$left" = broken ]; then
+			not_ok "$phase: run $n made no injection and gave no count: $(tr '\n' ' ' </tmp/sweep.out)"
+			break
+		elif [ "$left" != 0 ]; then
 			hi=$n hi_site=END # past the last allocation
 		else
 			judge "$phase" slab $n "$rc" "$(cat /tmp/sweep.out)"
@@ -181,6 +188,14 @@ slab() {
 	done
 	echo "sweep: $phase: $runs runs, allocations under module code up to n=$((n - 1))"
 	check "$phase: the sweep ended (run $n made no allocation it could fail)" test $n -le $MAX_N
+	phase_done "$phase" "$runs"
+}
+
+# phase_done PHASE INJECTIONS: the phase's count, for tests/sweep/report.py (which fails a
+# planned phase without one); a phase that injected nothing tested nothing and fails.
+phase_done() {
+	echo "SWEEP-PHASE phase=$1 injections=$2"
+	check "$1: $2 injected failures taken" test "$2" -gt 0
 }
 
 # twice PHASE AFTER STEP...: run n again, failing the allocation after the n-th as well. For a
@@ -201,25 +216,31 @@ twice() {
 	runs=$((runs + 1))
 }
 
-# nvfail OP STEP...: the k-th call of nvidia.ko's OP fails, k = 1, 2, ... until the steps make
-# no k-th call. With the errno the real driver gives (nv-p2p.c): the puts' -ENOMEM (their stack
-# allocation), dma_unmap_pages' -EINVAL, RM's failures as -EIO otherwise.
+# nvfail PHASE OP STEP...: the k-th call of nvidia.ko's OP fails, k = 1, 2, ... until the steps
+# make no k-th call. With the errno the real driver gives (nv-p2p.c): the puts' -ENOMEM (their
+# stack allocation), dma_unmap_pages' -EINVAL, RM's failures as -EIO otherwise.
 nvfail() {
-	op=$1 k=0
+	nf_phase=$1 op=$2 k=0 ended=no
 	case $op in put_pages*) err=-12 ;; dma_unmap_pages) err=-22 ;; *) err=-5 ;; esac
-	shift
+	shift 2
 	while [ $k -lt 50 ]; do
 		ctl_nv "inject clear"
 		before=$(nv_stat injected)
-		ctl_nv "inject $op $err 1 $k" || break
+		if ! ctl_nv "inject $op $err 1 $k"; then
+			not_ok "$nf_phase: the fake refused 'inject $op $err 1 $k'"
+			ended=refused
+			break
+		fi
 		klog_flush
 		/bin/failnth 0 "$@" >/tmp/sweep.out 2>&1
 		ctl_nv "inject clear"
-		[ "$(nv_stat injected)" != "$before" ] || break
-		judge "nvidia-$op" "nvidia:$op" $((k + 1)) 0 "$(cat /tmp/sweep.out)"
+		[ "$(nv_stat injected)" != "$before" ] || { ended=yes; break; }
+		judge "$nf_phase" "nvidia:$op" $((k + 1)) 0 "$(cat /tmp/sweep.out)"
 		k=$((k + 1))
 	done
-	echo "sweep: nvidia $op: $k calls failed"
+	echo "sweep: $nf_phase: $k calls of $op failed"
+	[ $ended = refused ] || check "$nf_phase: the sweep ended (call $((k + 1)) of $op was not made)" test $ended = yes
+	phase_done "$nf_phase" $k
 }
 
 ALLOC="w:$NV/ctl:alloc $VA $LEN contiguous"
@@ -228,14 +249,37 @@ REG="w:$IBC/ctl:reg 1 edu0 $VA $LEN"
 DEREG="?w:$IBC/ctl:dereg 1"
 VIEW=/sys/kernel/debug/nv_peer_mem/registrations
 
+# The phases this world runs, before any runs: tests/sweep/report.py fails the sweep when one of
+# them has no SWEEP-PHASE line (the scenario stopped before it, or skipped it). The sweep is
+# one process's steps in a row, nothing runs beside them: no free can meet a P2P call waiting
+# for the API lock, so none of the real driver's hazards is allowed (judge hands them on).
+expect_hazards 0
 # nvpm.canary=1 (tests/canaries/): the registration phase only, a kind of report planted in
 # each of its first runs; the judge must fail the scenario.
 if [ -n "$CANARY" ]; then
+	echo "SWEEP-PLAN phases=register"
 	slab register "" "$ALLOC" "W:$IBC/ctl:reg 1 edu0 $VA $LEN" "$DEREG" "$FREE"
 	echo "$printk_levels" >/proc/sys/kernel/printk
 	klog_flush
 	finish
 fi
+plan="init exit register"
+! nv_has_persistent || plan="$plan register-persistent"
+plan="$plan register-probe deregister invalidate view"
+for op in get_pages dma_map_pages dma_unmap_pages put_pages; do plan="$plan nvidia-$op"; done
+plan="$plan nvidia-put_pages-probe"
+# The persistent client's calls (nv_p2p.rs, get_persistent): the persistent API where nvidia.ko
+# has it (R535 and later: the fake takes injections for its calls), else get_pages with no
+# callback, put with put_pages (R515-R530). Each must be called: a phase that injects nothing
+# fails.
+cq_ops=
+if ! nv_has_persistent; then :
+elif ctl_nv "inject get_pages_persistent -5 1 1000" 2>/dev/null; then
+	cq_ops="get_pages_persistent put_pages_persistent"
+else cq_ops="get_pages put_pages"; fi
+ctl_nv "inject clear"
+for op in $cq_ops; do plan="$plan nvidia-cq-$op"; done
+echo "SWEEP-PLAN phases=$plan"
 # Module init and exit.
 check "unload nv_peer_mem" rmmod nv_peer_mem
 any_module
@@ -260,21 +304,17 @@ slab view "" "$ALLOC" "$REG" "R:$VIEW" "$DEREG" "$FREE"
 # nvidia.ko's calls, each failing in turn, over a registration's whole life: register, read
 # the view, deregister, register again, cudaFree under it (the free callback), deregister.
 life() {
-	nvfail "$1" "$ALLOC" "?w:$IBC/ctl:reg 1 edu0 $VA $LEN" "?r:$VIEW" "$DEREG" \
+	nvfail "$1" "$2" "$ALLOC" "?w:$IBC/ctl:reg 1 edu0 $VA $LEN" "?r:$VIEW" "$DEREG" \
 		"?w:$IBC/ctl:reg 2 edu0 $VA $LEN" "$FREE" "?w:$IBC/ctl:dereg 2"
 }
-for op in get_pages dma_map_pages dma_unmap_pages put_pages; do life $op; done
+for op in get_pages dma_map_pages dma_unmap_pages put_pages; do life "nvidia-$op" $op; done
 echo 1 >/sys/module/nv_peer_mem/parameters/probe_then_pin
-life put_pages
+life nvidia-put_pages-probe put_pages
 echo 0 >/sys/module/nv_peer_mem/parameters/probe_then_pin
 # The persistent client's (CQ buffers): pinned through cudaFree, released at deregistration.
-if nv_has_persistent; then
-	for op in get_pages get_pages_persistent put_pages put_pages_persistent; do
-		ctl_nv "inject $op -5 1 1000" 2>/dev/null || continue # not in this generation
-		ctl_nv "inject clear"
-		nvfail "$op" "$ALLOC" "?w:$IBC/ctl:reg 5 edu0 $VA $LEN cq" "$FREE" "?w:$IBC/ctl:dereg 5"
-	done
-fi
+for op in $cq_ops; do
+	nvfail "nvidia-cq-$op" "$op" "$ALLOC" "?w:$IBC/ctl:reg 5 edu0 $VA $LEN cq" "$FREE" "?w:$IBC/ctl:dereg 5"
+done
 
 echo 0 >/sys/module/nvidia/parameters/inject_stack
 echo "$printk_levels" >/proc/sys/kernel/printk

@@ -3,20 +3,28 @@
 
     report.py SITES CONSOLE_LOG...
 
-SITES is what sites.py wrote for the module the VMs ran; each console log may hold the
-"SWEEP ..." lines of tests/scenarios/30-sweep.sh (one world each). Prints a table of the
-sites (which phases and injections reached each, how it behaved), the runs that reached no
-nv_peer_mem site (the doubles' own allocations under a call from the module), and the line
+SITES is what sites.py wrote for the module the VMs ran; each console log may hold a run of
+tests/scenarios/30-sweep.sh (one world each): its "SWEEP-PLAN phases=..." line, one
+"SWEEP ..." line per injected failure and one "SWEEP-PHASE phase=P injections=N" line per phase.
+Prints a table of the sites (which phases and injections reached each, how it behaved), the
+runs that reached no nv_peer_mem site (the doubles' own allocations under a call from the
+module), a line per world with its phases' injections, and the line
 
     sites: N injected, N behaved (of N listed; N runs)
 
-then "PASS sweep:sites" when every listed site was injected and every run behaved, else
-"FAIL sweep:sites: ..." (the lines run.sh counts).
+then "PASS sweep:sites" when every listed site was injected, every run behaved and every
+planned phase of every world injected as many failures as it said, else "FAIL sweep:sites: ..."
+(the lines run.sh counts). Safe to run on any logs: when none of them ran 30-sweep it prints
+one line saying so and no PASS or FAIL.
 """
 import re
 import sys
 
 RUN = re.compile(r"^SWEEP (.*)$")
+PLAN = re.compile(r"^SWEEP-PLAN phases=(.*)$")
+PHASE = re.compile(r"^SWEEP-PHASE phase=(\S+) injections=(\d+)$")
+# A console log whose VM ran the sweep (tests/vm/init marks each scenario).
+BEGIN = re.compile(r"^=== BEGIN 30-sweep\r?$", re.M)
 
 
 # The errnos an injected failure may become, by how it was injected and what the module called
@@ -61,18 +69,55 @@ def report(sites_path, logs):
             key, cls, callee, func = line.rstrip("\n").split("\t")
             sites.append((key, cls, callee, func))
     runs = []
+    swept = 0
+    phase_problems = []
     for path in logs:
-        world = path.rstrip("/").split("/")[-2].removeprefix("vm-")
+        parts = path.rstrip("/").split("/")
+        world = (parts[-2] if len(parts) > 1 else parts[-1]).removeprefix("vm-")
         try:
             text = open(path, errors="replace").read()
         except OSError:
             continue
+        if not BEGIN.search(text):
+            continue  # this VM did not run the sweep
+        swept += 1
+        plan = None
+        stated = {}
+        counted = {}
         for line in text.splitlines():
-            m = RUN.match(line.strip())
+            line = line.strip()
+            m = RUN.match(line)
             if m:
                 fields = dict(f.split("=", 1) for f in m.group(1).split() if "=" in f)
                 fields["world"] = world
                 runs.append(fields)
+                counted[fields.get("phase", "?")] = counted.get(fields.get("phase", "?"), 0) + 1
+                continue
+            m = PLAN.match(line)
+            if m:
+                plan = m.group(1).split()
+                continue
+            m = PHASE.match(line)
+            if m:
+                stated[m.group(1)] = int(m.group(2))
+        out.append(f"sweep: {world}: phases " + (" ".join(
+            f"{p}={stated.get(p, 'MISSING')}" for p in plan) if plan is not None else "NO PLAN"))
+        if plan is None:
+            phase_problems.append(f"{world}: no SWEEP-PLAN line")
+            continue
+        for p in plan:
+            if p not in stated:
+                phase_problems.append(f"{world}: phase {p} has no SWEEP-PHASE line")
+            elif stated[p] == 0:
+                phase_problems.append(f"{world}: phase {p} injected nothing")
+            elif stated[p] != counted.get(p, 0):
+                phase_problems.append(f"{world}: phase {p} says {stated[p]} injections, "
+                                      f"{counted.get(p, 0)} SWEEP lines")
+        unplanned = sorted((set(stated) | set(counted)) - set(plan))
+        if unplanned:
+            phase_problems.append(f"{world}: phases not in its plan: {' '.join(unplanned)}")
+    if not swept:
+        return ["sweep: no log here ran 30-sweep: nothing to report"]
     by_site = {}
     for r in runs:
         by_site.setdefault(r.get("site", "none"), []).append(r)
@@ -112,6 +157,7 @@ def report(sites_path, logs):
         problems.append("frames not in the site list: " + " ".join(unknown))
     if not runs:
         problems.append("no SWEEP lines in the logs")
+    problems += phase_problems
     if problems:
         out.append("FAIL sweep:sites: " + "; ".join(problems))
     else:

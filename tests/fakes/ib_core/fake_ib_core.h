@@ -142,6 +142,7 @@ void fake_client_release_ctx(struct fake_client *c, void *ctx);
 /* 24.07 ib_peer_unmap_on_invalidate(). */
 bool fake_client_unmaps_itself(const struct fake_client *c);
 /* The real ib_get_peer_client(): acquire loop; NULL if nobody claims. */
+extern atomic_long_t fake_stat_declined;
 struct fake_client *fake_client_acquire(unsigned long id, u64 addr, u64 len,
 					bool cq, void **ctx);
 void fake_client_set_kobj(struct fake_client *c, struct kobject *kobj);

@@ -89,10 +89,17 @@ static __no_sanitize_address void *fake_v4_private_data_fn(const struct peer_mem
  * get_context_private_data when the ucontext has no peer private data
  * (always, in this model).  First acquire() > 0 wins.
  */
+/*
+ * Registrations that some client was asked about and none claimed (the core's EFAULT, as for
+ * one that found no client at all): the stress tells a declining client from an absent one.
+ */
+atomic_long_t fake_stat_declined = ATOMIC_LONG_INIT(0);
+
 struct fake_client *fake_client_acquire(unsigned long id, u64 addr, u64 len,
 					bool cq, void **ctx)
 {
 	struct fake_client *c, *winner = NULL;
+	bool asked = false;
 
 	mutex_lock(&fake_clients_lock);
 	list_for_each_entry(c, &fake_clients, node) {
@@ -110,6 +117,7 @@ struct fake_client *fake_client_acquire(unsigned long id, u64 addr, u64 len,
 			}
 		}
 		*ctx = NULL;
+		asked = true;
 		ret = c->ops->acquire(addr, len, NULL, NULL, ctx);
 		if (ret > 0) {
 			kref_get(&c->ref);
@@ -118,6 +126,8 @@ struct fake_client *fake_client_acquire(unsigned long id, u64 addr, u64 len,
 			break;
 		}
 	}
+	if (!winner && asked)
+		atomic_long_inc(&fake_stat_declined);
 	mutex_unlock(&fake_clients_lock);
 	if (!winner)
 		pr_err("reg %lu: no peer client claims [0x%llx, 0x%llx)%s\n", id,

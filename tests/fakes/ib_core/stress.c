@@ -47,12 +47,15 @@ static const char *const stress_names[SR_NR] = {
 	"reg-free", "dereg-free", "worker-free", "overlap-free", "many",
 };
 
-/* Outcome kinds, counted per run. */
-enum { SO_REG_OK, SO_REG_EFAULT, SO_REG_EINVAL, SO_SETUP_FAILED, SO_FREE_OK,
-	SO_DEREG_OK, SO_DEREG_GONE, SO_UNEXPECTED, SO_NR };
+/*
+ * Outcome kinds, counted per run. reg_declined: registrations (of the EFAULTs) that a
+ * registered client was asked about and declined, the rest found no client at all.
+ */
+enum { SO_REG_OK, SO_REG_EFAULT, SO_REG_DECLINED, SO_REG_EINVAL, SO_SETUP_FAILED,
+	SO_FREE_OK, SO_DEREG_OK, SO_DEREG_GONE, SO_UNEXPECTED, SO_NR };
 static const char *const stress_outcomes[SO_NR] = {
-	"reg_ok", "reg_efault", "reg_einval", "setup_reg_failed", "free_ok",
-	"dereg_ok", "dereg_already_gone", "unexpected",
+	"reg_ok", "reg_efault", "reg_declined", "reg_einval", "setup_reg_failed",
+	"free_ok", "dereg_ok", "dereg_already_gone", "unexpected",
 };
 
 struct stress_run {
@@ -296,6 +299,7 @@ int fake_stress(const char *race, unsigned long iters, unsigned int jitter_us,
 	struct stress_side sides[2] = {};
 	struct stress_run *r;
 	unsigned long finished;
+	long declined0;
 	ktime_t t0;
 	int ret, i;
 
@@ -321,6 +325,8 @@ int fake_stress(const char *race, unsigned long iters, unsigned int jitter_us,
 	}
 
 	mutex_lock(&stress_lock);
+	/* Only the run's own registrations are made meanwhile (the scenario waits for it). */
+	declined0 = atomic_long_read(&fake_stat_declined);
 	t0 = ktime_get();
 	for (i = 0; i < 2; i++) {
 		struct task_struct *t;
@@ -341,6 +347,8 @@ int fake_stress(const char *race, unsigned long iters, unsigned int jitter_us,
 	}
 	for (i = 0; i < 2; i++)
 		wait_for_completion(&sides[i].exited);
+	atomic_long_set(&r->outcome[SO_REG_DECLINED],
+			atomic_long_read(&fake_stat_declined) - declined0);
 	finished = min(READ_ONCE(r->done[0]), READ_ONCE(r->done[1]));
 	if (finished < iters)
 		stress_sweep(r);

@@ -171,6 +171,7 @@ int nvidia_p2p_dma_map_pages(struct pci_dev *peer,
 	u64 t0 = fnv_call_begin();
 	int ret = fnv_dma_map_pages_call(peer, page_table, dma_mapping);
 
+	fnv_table_returned(page_table);
 	fnv_call_end(FNV_CALL_MAP, t0);
 	return ret;
 }

@@ -108,6 +108,9 @@ struct fnv_table {
 	unsigned long first;		/* index of the first buffer page */
 	unsigned long npages;
 	pid_t owner;			/* tgid that pinned it */
+	/* The last call on it to return to the client: its thread, fnv_death_seq then. */
+	pid_t ret_pid;
+	u64 ret_seq;
 	enum fnv_table_state state;
 	bool persistent;
 	bool client_freed;		/* r470: nvidia_p2p_free_page_table() */
@@ -146,6 +149,9 @@ struct fnv_tomb {
 	u64 len;
 	u64 seq;			/* value of fnv_death_seq it set */
 	enum fnv_death how;
+	/* The table's ret_pid and ret_seq, then any call on it that returned since. */
+	pid_t ret_pid;
+	u64 ret_seq;
 };
 
 /* What a page table pointer handed in by a client refers to. */
@@ -242,12 +248,13 @@ void fnv_table_free(struct fnv_table *t, enum fnv_death how);
 void fnv_table_dangle(struct nvidia_p2p_page_table **page_table, u64 va, u64 len);
 enum fnv_pt_state fnv_table_resolve(const struct nvidia_p2p_page_table *pt,
 				    u64 since, struct fnv_table **t,
-				    const struct fnv_tomb **tomb);
+				    struct fnv_tomb **tomb);
 int fnv_table_report(const char *op, enum fnv_pt_state st,
-		     const struct fnv_tomb *tomb,
+		     struct fnv_tomb *tomb,
 		     const struct nvidia_p2p_page_table *pt);
 int fnv_table_check(const char *op, const struct nvidia_p2p_page_table *pt,
 		    u64 since, struct fnv_table **tp);
+void fnv_table_returned(const struct nvidia_p2p_page_table *pt);
 struct fnv_table *fnv_table_find_id(u64 id);
 struct fnv_table *fnv_table_begin_invalidate(struct fnv_buffer *buf);
 void fnv_table_end_invalidate(struct fnv_table *t);

@@ -195,6 +195,8 @@ int nvidia_p2p_get_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 	int ret = fnv_get_pages_call(p2p_token, va_space, virtual_address, length,
 					   page_table, free_callback, data);
 
+	if (!ret)
+		fnv_table_returned(*page_table);
 	fnv_call_end(FNV_CALL_PIN, t0);
 	return ret;
 }
@@ -237,7 +239,7 @@ static int fnv_put_pages_call(u64 p2p_token, u32 va_space, u64 virtual_address,
 			 struct nvidia_p2p_page_table *page_table)
 {
 	u64 since = fnv_seq_now();
-	const struct fnv_tomb *tomb;
+	struct fnv_tomb *tomb;
 	struct fnv_fault_req fault;
 	enum fnv_pt_state st;
 	struct fnv_table *t;
@@ -310,6 +312,9 @@ int nvidia_p2p_put_pages(u64 p2p_token, u32 va_space, u64 virtual_address,
 	int ret = fnv_put_pages_call(p2p_token, va_space, virtual_address,
 					   page_table);
 
+	/* A put that succeeded freed the table: its address is anyone's now. */
+	if (ret)
+		fnv_table_returned(page_table);
 	fnv_call_end(FNV_CALL_UNPIN, t0);
 	return ret;
 }

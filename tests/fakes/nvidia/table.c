@@ -105,6 +105,8 @@ static void fnv_tomb_add(const struct fnv_table *t, enum fnv_death how)
 	tomb->len = t->len;
 	tomb->seq = seq;
 	tomb->how = how;
+	tomb->ret_pid = t->ret_pid;
+	tomb->ret_seq = t->ret_seq;
 	list_add_tail(&tomb->node, &fnv_tombs);
 	hash_add(fnv_tomb_hash, &tomb->hnode, (unsigned long)tomb->ptr);
 	if (++fnv_ntombs > FNV_MAX_TOMBS)
@@ -317,7 +319,7 @@ void fnv_table_free(struct fnv_table *t, enum fnv_death how)
  */
 enum fnv_pt_state fnv_table_resolve(const struct nvidia_p2p_page_table *pt,
 				    u64 since, struct fnv_table **tp,
-				    const struct fnv_tomb **tombp)
+				    struct fnv_tomb **tombp)
 {
 	struct fnv_tomb *tomb;
 	struct fnv_table *t;
@@ -365,6 +367,52 @@ static const char *const fnv_death_before[] = {
 };
 
 /*
+ * The client could have known: a call on the table by this same thread returned after its
+ * free callback had returned (the table died at tomb->seq, the return read the sequence at or
+ * after it). Between that return and this call the client could look at what its callback
+ * recorded, holding its own lock; a client that calls again without looking is not in the
+ * driver's window but in one it can close (tests/fakes/INTERFACE.md, rule 5): a violation.
+ * Another thread's return proves nothing about this one's last look, and is not tracked.
+ */
+static bool fnv_tomb_seen_dead(const char *op, const struct fnv_tomb *tomb)
+{
+	if (tomb->ret_pid != current->pid || tomb->ret_seq < tomb->seq)
+		return false;
+	fnv_violation("%s: page table of va=0x%llx used again by this thread after a call on it returned past its free callback (use after free in the real driver; the client could have looked)\n",
+		      op, tomb->va);
+	return true;
+}
+
+/*
+ * A call on @pt is about to return to the client (the last thing before it does): note which
+ * thread and when, on the table or, if it died meanwhile, on its tomb (fnv_tomb_seen_dead).
+ * Takes fnv_lock.
+ */
+void fnv_table_returned(const struct nvidia_p2p_page_table *pt)
+{
+	struct fnv_tomb *tomb;
+	struct fnv_table *t;
+
+	if (!pt)
+		return;
+	mutex_lock(&fnv_lock);
+	switch (fnv_table_resolve(pt, 0, &t, &tomb)) {
+	case FNV_PT_TABLE:
+		t->ret_pid = current->pid;
+		t->ret_seq = fnv_seq_now();
+		break;
+	case FNV_PT_DIED_DURING:
+	case FNV_PT_DIED_BEFORE:
+		tomb->ret_pid = current->pid;
+		tomb->ret_seq = fnv_seq_now();
+		break;
+	default:
+		break;
+	}
+	mutex_unlock(&fnv_lock);
+}
+
+/*
  * Report a page table pointer that is not a live object and return
  * -EINVAL; 0 for FNV_PT_TABLE. A table its free callback freed while a call
  * that takes the API lock waited for it is what the real driver would use
@@ -373,7 +421,7 @@ static const char *const fnv_death_before[] = {
  * started (but for the exception below), is a client bug.
  */
 int fnv_table_report(const char *op, enum fnv_pt_state st,
-		     const struct fnv_tomb *tomb,
+		     struct fnv_tomb *tomb,
 		     const struct nvidia_p2p_page_table *pt)
 {
 	const char *lock = strcmp(op, "dma_unmap_pages") ?
@@ -392,6 +440,8 @@ int fnv_table_report(const char *op, enum fnv_pt_state st,
 		 * callback can wait for an unmap in flight).
 		 */
 		if (tomb->how == FNV_DIED_CALLBACK && fnv_op_takes_api_lock(op)) {
+			if (fnv_tomb_seen_dead(op, tomb))
+				return -EINVAL;
 			fnv_stats.hazards++;
 			pr_err("REAL-DRIVER-HAZARD: %s: page table of va=0x%llx was %s while this call waited for %s (use after free in the real driver)\n",
 			       op, tomb->va, fnv_death_during[tomb->how], lock);
@@ -409,6 +459,8 @@ int fnv_table_report(const char *op, enum fnv_pt_state st,
 		 * Only a table the client itself put or freed before is its bug.
 		 */
 		if (tomb->how == FNV_DIED_CALLBACK && fnv_op_takes_api_lock(op)) {
+			if (fnv_tomb_seen_dead(op, tomb))
+				return -EINVAL;
 			fnv_stats.hazards++;
 			pr_err("REAL-DRIVER-HAZARD: %s: page table of va=0x%llx was freed by its free callback just before this call (use after free in the real driver)\n",
 			       op, tomb->va);
@@ -431,7 +483,7 @@ int fnv_table_report(const char *op, enum fnv_pt_state st,
 int fnv_table_check(const char *op, const struct nvidia_p2p_page_table *pt,
 		    u64 since, struct fnv_table **tp)
 {
-	const struct fnv_tomb *tomb;
+	struct fnv_tomb *tomb;
 	enum fnv_pt_state st = fnv_table_resolve(pt, since, tp, &tomb);
 
 	return fnv_table_report(op, st, tomb, pt);
