@@ -9,11 +9,11 @@ use crate::peer_mem::PeerMemoryClientEx;
 /// The version ib_core shows in `/sys/kernel/mm/memory_peers/<client>/version`.
 pub(crate) const VERSION: &str = "1.4.0";
 
-static NV_MEM: PeerMemoryClientEx =
+pub(crate) static NV_MEM: PeerMemoryClientEx =
     PeerMemoryClientEx::new("nv_mem", VERSION, &client_ops::INVALIDATING, true);
-static NV_MEM_LEGACY: PeerMemoryClientEx =
+pub(crate) static NV_MEM_LEGACY: PeerMemoryClientEx =
     PeerMemoryClientEx::new("nv_mem", VERSION, &client_ops::INVALIDATING, false);
-static NV_MEM_PERSISTENT: PeerMemoryClientEx =
+pub(crate) static NV_MEM_PERSISTENT: PeerMemoryClientEx =
     PeerMemoryClientEx::new("nv_mem", VERSION, &client_ops::PERSISTENT, false);
 
 /// "nv_mem_nc", the persistent client beside an invalidating "nv_mem".

@@ -268,10 +268,10 @@ mod tests {
     /// The clients the module registers, as (description, extended form).
     fn shipped() -> [(&'static PeerMemoryClientEx, bool); 4] {
         [
-            (&crate::NV_MEM, true),
-            (&crate::NV_MEM_LEGACY, false),
-            (&crate::NV_MEM_NC, false),
-            (&crate::NV_MEM_PERSISTENT, false),
+            (&crate::clients::NV_MEM, true),
+            (&crate::clients::NV_MEM_LEGACY, false),
+            (&crate::clients::NV_MEM_NC, false),
+            (&crate::clients::NV_MEM_PERSISTENT, false),
         ]
     }
 
@@ -305,7 +305,7 @@ mod tests {
 
     #[test]
     fn legacy_form_ends_in_16_zero_bytes() {
-        assert_eq!(tail(&crate::NV_MEM_LEGACY).len(), 16);
+        assert_eq!(tail(&crate::clients::NV_MEM_LEGACY).len(), 16);
         for (c, extended) in shipped() {
             if !extended {
                 assert!(tail(c).iter().all(|&b| b == 0));
@@ -329,20 +329,20 @@ mod tests {
     #[test]
     fn names_and_versions_are_c_strings() {
         for (c, _) in shipped() {
-            let v = crate::VERSION.as_bytes();
+            let v = crate::clients::VERSION.as_bytes();
             assert_eq!(c.client.version[..v.len()], *v);
             assert!(c.client.version[v.len()..VERSION_MAX - 1]
                 .iter()
                 .all(|&b| b == 0));
             assert_eq!(c.client.name[NAME_MAX - 1], 0);
         }
-        assert_eq!(crate::NV_MEM.name(), "nv_mem");
-        assert_eq!(crate::NV_MEM_NC.name(), "nv_mem_nc");
+        assert_eq!(crate::clients::NV_MEM.name(), "nv_mem");
+        assert_eq!(crate::clients::NV_MEM_NC.name(), "nv_mem_nc");
     }
 
     #[test]
     fn legacy_form_zeroes_dirty_memory() -> Result {
-        let ops = ops_of(&crate::NV_MEM).ok_or(EINVAL)?;
+        let ops = ops_of(&crate::clients::NV_MEM).ok_or(EINVAL)?;
         for extended in [false, true] {
             let mut slot = KBox::<PeerMemoryClientEx>::new_uninit(GFP_KERNEL)?;
             // SAFETY: `slot` is valid for writes of one `PeerMemoryClientEx`, and is
@@ -350,7 +350,7 @@ mod tests {
             unsafe { core::ptr::write_bytes(slot.as_mut_ptr(), 0xff, 1) };
             let c = KBox::write(
                 slot,
-                PeerMemoryClientEx::new("nv_mem", crate::VERSION, &ops, extended),
+                PeerMemoryClientEx::new("nv_mem", crate::clients::VERSION, &ops, extended),
             );
             let zeroes = tail(&c).iter().filter(|&&b| b == 0).count();
             // Extended: one byte of `ex_size` (152) and one of `flags` (1) are not zero.

@@ -127,13 +127,27 @@ def find_root(src, texts):
     return roots[0] if roots else None
 
 
+def strip_tests(text):
+    """Stripped `text` without its test modules: a `mod` under `#[cfg(nvpm_kunit)]` (the KUnit
+    suites, see Kbuild) is built only into the test kernel's module and may look at any part of
+    the crate, as tests do; it is no edge of the module's own layering."""
+    for m in reversed(list(re.finditer(r"#\[cfg\(nvpm_kunit\)\]", text))):
+        for start, end, _ in _inline_modules(text):
+            # the module the attribute stands on: only attributes and a visibility between
+            if start >= m.end() and re.fullmatch(r"\s*(#\[[^\]]*\]\s*)*(pub(\([^)]*\))?\s*)?",
+                                                  text[m.end():start]):
+                text = _blank(text, m.start(), end + 1)
+                break
+    return text
+
+
 class Crate:
     """The files of a source directory as modules, and what each uses."""
 
     def __init__(self, src):
         self.src = pathlib.Path(src)
         paths = sorted(self.src.rglob("*.rs"))
-        self.texts = {p.relative_to(self.src): strip(p.read_text()) for p in paths}
+        self.texts = {p.relative_to(self.src): strip_tests(strip(p.read_text())) for p in paths}
         self.root = find_root(self.src, self.texts)
         self.names = {rel: str(rel.with_suffix("")) for rel in self.texts}
         self.modules = {}  # module path -> file (inline modules belong to their file)
