@@ -121,10 +121,14 @@ fi
 # with la57=off; found with loglevel=8, the stack ends in identify_boot_cpu).
 cmdline="console=ttyS0 panic=-1 loglevel=1 log_buf_len=16M intel_iommu=on iommu.strict=1 kasan.fault=report ${root_args:+$root_args }nvpm.scenarios=$list${NVPM_VM_APPEND:+ $NVPM_VM_APPEND}"
 machine=q35,kernel-irqchip=split
+iommu=intel-iommu,intremap=on
 # shellcheck disable=SC2054 # commas inside QEMU options
 if [ -n "${NVPM_VM_UEFI:-}" ]; then
 	# Secure Boot firmware needs SMM, and its variable store writable only from SMM.
 	machine=$machine,smm=on
+	# OVMF puts 64-bit BARs above 512 GiB (the GPUs' at 0xc000000000), beyond the IOMMU's
+	# default 39-bit address width: the NIC's DMA through it read zeros (2026-11-27). 48 bits.
+	iommu=$iommu,aw-bits=48
 	cp "$NVPM_VM_UEFI/vars.fd" "$work/vars.fd"
 	"$NVPM_VM_UEFI/set-cmdline" "$NVPM_VM_DISK" "$cmdline" || { echo "FAIL boot (set-cmdline failed)"; exit 1; }
 	boot=(-global driver=cfi.pflash01,property=secure,value=on
@@ -136,7 +140,7 @@ fi
 start=$SECONDS
 timeout --foreground "$timeout_s" qemu-system-x86_64 \
 	-accel tcg -machine "$machine" -cpu max,la57=off -m 1G -smp 2 \
-	-device intel-iommu,intremap=on \
+	-device "$iommu" \
 	-nographic -no-reboot -serial stdio -monitor none -nic none \
 	"${boot[@]}" "${topology[@]}" "${system[@]}" \
 	</dev/null >"$log" 2>&1
