@@ -101,6 +101,67 @@ def elf(sections):
     return bytes(body)
 
 
+def der(tag, body):
+    """One DER element."""
+    n = len(body)
+    if n < 0x80:
+        head = bytes([tag, n])
+    else:
+        raw = n.to_bytes((n.bit_length() + 7) // 8, "big")
+        head = bytes([tag, 0x80 | len(raw)]) + raw
+    return head + body
+
+
+def der_seq(*items):
+    return der(0x30, b"".join(items))
+
+
+def der_int(hexdigits):
+    raw = bytes.fromhex(hexdigits)
+    return der(0x02, (b"\0" + raw) if raw[0] & 0x80 else raw)
+
+
+def der_name(cn):
+    return der_seq(der(0x31, der_seq(der(0x06, b"\x55\x04\x03"), der(0x0C, cn.encode()))))
+
+
+OID_RSA = der(0x06, bytes.fromhex("2a864886f70d010101"))
+OID_SHA256 = der(0x06, bytes.fromhex("608648016503040201"))
+
+
+def certificate(cn, serial):
+    """A self-signed X.509 certificate in DER, as DKMS's mok.pub is, with stand-in key and
+    signature bits (the doctor reads the serial, and compares whole certificates)."""
+    validity = der_seq(der(0x17, b"250101000000Z"), der(0x17, b"491231000000Z"))
+    tbs = der_seq(der(0xA0, der_int("02")), der_int(serial), der_seq(OID_RSA), der_name(cn),
+                  validity, der_name(cn), der_seq(der_seq(OID_RSA), der(0x03, b"\0")))
+    return der_seq(tbs, der_seq(OID_RSA), der(0x03, b"\0"))
+
+
+def signature(cn, serial):
+    """What scripts/sign-file appends to a module: PKCS#7 SignedData whose one SignerInfo names
+    the signing certificate by issuer and serial, struct module_signature, the magic."""
+    signer_info = der_seq(der_int("01"), der_seq(der_name(cn), der_int(serial)),
+                          der_seq(OID_SHA256), der_seq(OID_RSA), der(0x04, b"\x5a" * 32))
+    signed_data = der_seq(der_int("01"), der(0x31, der_seq(OID_SHA256)),
+                          der_seq(der(0x06, bytes.fromhex("2a864886f70d010701"))),
+                          der(0x31, signer_info))
+    pkcs7 = der_seq(der(0x06, bytes.fromhex("2a864886f70d010702")), der(0xA0, signed_data))
+    return pkcs7 + struct.pack(">BBBBB3xI", 0, 0, 2, 0, 0, len(pkcs7)) + \
+        b"~Module signature appended~\n"
+
+
+def efi_cert_list(certs):
+    """An EFI signature-list variable as efivarfs shows it: attributes (NV, BS, RT), then one
+    EFI_CERT_X509 list a certificate, each entry with an owner GUID (shim's)."""
+    x509 = bytes.fromhex("a159c0a5e494a74a87b5ab155c2bf072")
+    owner = bytes.fromhex("50ab5d6046e00043abb63dd810dd8b23")
+    out = struct.pack("<I", 7)
+    for cert in certs:
+        out += x509 + struct.pack("<III", 28 + 16 + len(cert), 0, 16 + len(cert)) + owner + cert
+    return out
+
+
 def ko(spec, release):
     """nv_peer_mem.ko contents: .modinfo with vermagic; __versions (or, with ext, the extended
     modversions tables) from {symbol: crc}; xz-compressed with compress=xz."""
@@ -119,6 +180,8 @@ def ko(spec, release):
         sections.append(("__versions", b"".join(struct.pack("<Q56s", int(crc, 16), sym.encode())
                                                 for sym, crc in versions.items())))
     data = elf(sections)
+    if spec.get("signer"):
+        data += signature(spec["signer"]["name"], spec["signer"]["serial"])
     return lzma.compress(data) if spec.get("compress") == "xz" else data
 
 
@@ -217,6 +280,15 @@ def build(case, top):
         tree.write(rel, content)
     for rel, target in sorted(case.get("links", {}).items()):
         tree.link(rel, target, relative=False)
+    efivars = "sys/firmware/efi/efivars/"
+    if "secure_boot" in case:
+        tree.write(efivars + "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c",
+                   struct.pack("<IB", 6, 1 if case["secure_boot"] else 0))
+    if case.get("dkms_mok"):
+        tree.write("var/lib/dkms/mok.pub", certificate("DKMS module signing key", case["dkms_mok"]))
+    if "mok_list" in case:
+        tree.write(efivars + "MokListRT-605dab50-e046-4300-abb6-3dd810dd8b23", efi_cert_list(
+            [certificate(cn, serial) for cn, serial in case["mok_list"]]))
     if case.get("nvidia_driver"):
         tree.write("proc/driver/nvidia/version", NVIDIA_VERSION[case["nvidia_driver"]])
     if case.get("iommu"):

@@ -21,9 +21,9 @@ for s in $scenarios; do
 	# The scenarios run in busybox's sh, as in the other worlds.
 	busybox sh -c ". $T/lib.sh; . $T/scenarios/$s.sh" 2>&1
 	rc=$?
-	# The registration scenarios leave the modules unloaded; the stock-* ones keep what the
-	# system's services did.
-	case $s in stock-*) ;; *) sh $T/cleanup.sh >/dev/null 2>&1 ;; esac
+	# The registration scenarios leave the modules unloaded; the stock-* ones (and the Secure
+	# Boot world's sb-*, tests/secureboot/) keep what the system's services did.
+	case $s in stock-* | sb-*) ;; *) sh $T/cleanup.sh >/dev/null 2>&1 ;; esac
 	dmesg -c | sed 's/^/KLOG: /'
 	echo "=== END $s rc=$rc"
 	n=$((n + 1))

@@ -87,11 +87,26 @@ wait_log() {
 
 # race ARGS...: tests/vm/race.c, writes from threads of one process (see there).
 
+# Under kernel lockdown (the Secure Boot world, tests/secureboot/) debugfs refuses to open the
+# doubles' writable files; the doubles offer them as misc devices too (/dev/fake_ib_core_ctl,
+# ...), bind-mounted here over the debugfs files, so the scenarios write $IBC/ctl as anywhere.
+# Does nothing without lockdown.
+lockdown_ctl() {
+	[ -r /sys/kernel/security/lockdown ] || return 0
+	grep -q '\[none\]' /sys/kernel/security/lockdown && return 0
+	for f in fake_ib_core/ctl fake_ib_core/dma_buf fake_nvidia/ctl; do
+		dev=/dev/$(echo $f | tr / _)
+		[ -c "$dev" ] && [ -e "/sys/kernel/debug/$f" ] || continue
+		grep -q " /sys/kernel/debug/$f " /proc/mounts || mount --bind "$dev" "/sys/kernel/debug/$f" || return 1
+	done
+}
+
 # load_world [nvidia.ko path] [ib_core args] [nv_peer_mem args]
 load_world() {
 	if [ -n "$1" ]; then insmod "$1" || return 1; else modprobe nvidia || return 1; fi
 	# shellcheck disable=SC2086
 	modprobe ib_core $2 || return 1
+	lockdown_ctl || return 1
 	# shellcheck disable=SC2086
 	modprobe nv_peer_mem $3
 }

@@ -7,7 +7,13 @@
 # nvpm.nvidia=r470|r515|r535|r580 and nvpm.ibcore=4.9|24.x: the emulated driver and core).
 # NVPM_VM_DISK boots a whole system instead (the stock world, tests/stock/): that raw disk
 # image is /dev/vda and the root file system, KBUILD is then the kernel image to boot and
-# INITRAMFS the system's own initrd.
+# INITRAMFS the system's own initrd. NVPM_VM_ROOT names the root file system's device then
+# (default /dev/vda).
+# NVPM_VM_UEFI=DIR (with NVPM_VM_DISK; the Secure Boot world, tests/secureboot/): the disk boots
+# through UEFI firmware and its own boot loader instead of -kernel (KBUILD and INITRAMFS then
+# only locate the BARs' directory, as for the stock world). DIR holds code.fd (the firmware,
+# read-only), vars.fd (its variables; this boot writes a copy) and set-cmdline, run as
+# "set-cmdline DISK CMDLINE" before the boot to put the command line where the boot loader reads it.
 # Prints "PASS name" / "FAIL name (reason)" lines; exit status 0 when all passed.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -98,7 +104,7 @@ list=$(IFS=,; echo "${scenarios[*]}")
 if [ -n "${NVPM_VM_DISK:-}" ]; then
 	kernel=$kbuild
 	system=(-drive "file=$NVPM_VM_DISK,format=raw,if=virtio")
-	root_args="root=/dev/vda rw systemd.show_status=0"
+	root_args="root=${NVPM_VM_ROOT:-/dev/vda} rw systemd.show_status=0"
 else
 	kernel=$kbuild/arch/x86/boot/bzImage
 	system=()
@@ -113,14 +119,30 @@ fi
 # interrupt then reports each access it makes; with kasan_multi_shot the reports never end and
 # /init is never reached (2026-11-25: 3 boots of about 20 hung until their time limit, 0 of 8
 # with la57=off; found with loglevel=8, the stack ends in identify_boot_cpu).
+cmdline="console=ttyS0 panic=-1 loglevel=1 log_buf_len=16M intel_iommu=on iommu.strict=1 kasan.fault=report ${root_args:+$root_args }nvpm.scenarios=$list${NVPM_VM_APPEND:+ $NVPM_VM_APPEND}"
+machine=q35,kernel-irqchip=split
+iommu=intel-iommu,intremap=on
+# shellcheck disable=SC2054 # commas inside QEMU options
+if [ -n "${NVPM_VM_UEFI:-}" ]; then
+	# Secure Boot firmware needs SMM, and its variable store writable only from SMM.
+	machine=$machine,smm=on
+	# OVMF puts 64-bit BARs above 512 GiB (the GPUs' at 0xc000000000), beyond the IOMMU's
+	# default 39-bit address width: the NIC's DMA through it read zeros (2026-11-27). 48 bits.
+	iommu=$iommu,aw-bits=48
+	cp "$NVPM_VM_UEFI/vars.fd" "$work/vars.fd"
+	"$NVPM_VM_UEFI/set-cmdline" "$NVPM_VM_DISK" "$cmdline" || { echo "FAIL boot (set-cmdline failed)"; exit 1; }
+	boot=(-global driver=cfi.pflash01,property=secure,value=on
+		-drive "if=pflash,format=raw,unit=0,readonly=on,file=$NVPM_VM_UEFI/code.fd"
+		-drive "if=pflash,format=raw,unit=1,file=$work/vars.fd")
+else
+	boot=(-kernel "$kernel" -initrd "$initrd" -append "$cmdline")
+fi
 start=$SECONDS
 timeout --foreground "$timeout_s" qemu-system-x86_64 \
-	-accel tcg -machine q35,kernel-irqchip=split -cpu max,la57=off -m 1G -smp 2 \
-	-device intel-iommu,intremap=on \
+	-accel tcg -machine "$machine" -cpu max,la57=off -m 1G -smp 2 \
+	-device "$iommu" \
 	-nographic -no-reboot -serial stdio -monitor none -nic none \
-	-kernel "$kernel" -initrd "$initrd" \
-	-append "console=ttyS0 panic=-1 loglevel=1 log_buf_len=16M intel_iommu=on iommu.strict=1 kasan.fault=report ${root_args:+$root_args }nvpm.scenarios=$list${NVPM_VM_APPEND:+ $NVPM_VM_APPEND}" \
-	"${topology[@]}" "${system[@]}" \
+	"${boot[@]}" "${topology[@]}" "${system[@]}" \
 	</dev/null >"$log" 2>&1
 qrc=$?
 echo "vm: ${#scenarios[@]} scenarios in $((SECONDS - start)) s (qemu exit $qrc), log $log" >&2

@@ -9,6 +9,7 @@
 #include <linux/debugfs.h>
 #include <linux/fs.h>
 #include <linux/kernel.h>
+#include <linux/miscdevice.h>
 #include <linux/seq_file.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
@@ -405,6 +406,28 @@ static int fake_stress_f_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(fake_stress_f);
 
+/*
+ * ctl and dma_buf again as misc devices, /dev/fake_ib_core_ctl and /dev/fake_ib_core_dma_buf:
+ * under kernel lockdown (Secure Boot, tests/secureboot/) debugfs refuses to open any file that
+ * can be written, so the harness (tests/vm/lib.sh, lockdown_ctl) bind-mounts these nodes over
+ * the debugfs files and the scenarios stay as they are.
+ */
+static struct miscdevice fake_ctl_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "fake_ib_core_ctl",
+	.fops = &fake_ctl_fops,
+	.mode = 0200,
+};
+
+static struct miscdevice fake_dma_buf_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "fake_ib_core_dma_buf",
+	.fops = &fake_dma_buf_fops,
+	.mode = 0600,
+};
+
+static bool fake_ctl_misc_on, fake_dma_buf_misc_on;
+
 int fake_debugfs_init(void)
 {
 	fake_dir = debugfs_create_dir("fake_ib_core", NULL);
@@ -421,11 +444,20 @@ int fake_debugfs_init(void)
 	debugfs_create_file("bench", 0444, fake_dir, NULL, &fake_bench_f_fops);
 	debugfs_create_file("calls", 0444, fake_dir, NULL, &fake_calls_f_fops);
 	debugfs_create_file("stress", 0444, fake_dir, NULL, &fake_stress_f_fops);
+	fake_ctl_misc_on = !misc_register(&fake_ctl_misc);
+	fake_dma_buf_misc_on = !misc_register(&fake_dma_buf_misc);
+	if (!fake_ctl_misc_on || !fake_dma_buf_misc_on)
+		pr_warn("cannot register the misc devices: under lockdown ctl cannot be written\n");
 	return 0;
 }
 
 void fake_debugfs_exit(void)
 {
+	if (fake_ctl_misc_on)
+		misc_deregister(&fake_ctl_misc);
+	if (fake_dma_buf_misc_on)
+		misc_deregister(&fake_dma_buf_misc);
+	fake_ctl_misc_on = fake_dma_buf_misc_on = false;
 	debugfs_remove_recursive(fake_dir);
 	fake_dir = NULL;
 }

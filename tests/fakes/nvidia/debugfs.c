@@ -7,6 +7,7 @@
 
 #include <linux/debugfs.h>
 #include <linux/fs.h>
+#include <linux/miscdevice.h>
 #include <linux/pci.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -209,6 +210,20 @@ static int fnv_stats_show(struct seq_file *s, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(fnv_stats);
 
+/*
+ * ctl again as a misc device, /dev/fake_nvidia_ctl: under kernel lockdown (Secure Boot,
+ * tests/secureboot/) debugfs refuses to open any file that can be written, so the harness
+ * (tests/vm/lib.sh, lockdown_ctl) bind-mounts this node over the debugfs file.
+ */
+static struct miscdevice fnv_ctl_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "fake_nvidia_ctl",
+	.fops = &fnv_ctl_fops,
+	.mode = 0200,
+};
+
+static bool fnv_ctl_misc_on;
+
 void fnv_debugfs_init(void)
 {
 	fnv_debugfs_dir = debugfs_create_dir("fake_nvidia", NULL);
@@ -223,10 +238,16 @@ void fnv_debugfs_init(void)
 			    &fnv_floor_f_fops);
 	debugfs_create_file("stats", 0444, fnv_debugfs_dir, NULL,
 			    &fnv_stats_fops);
+	fnv_ctl_misc_on = !misc_register(&fnv_ctl_misc);
+	if (!fnv_ctl_misc_on)
+		pr_warn("cannot register the misc device: under lockdown ctl cannot be written\n");
 }
 
 void fnv_debugfs_exit(void)
 {
+	if (fnv_ctl_misc_on)
+		misc_deregister(&fnv_ctl_misc);
+	fnv_ctl_misc_on = false;
 	debugfs_remove_recursive(fnv_debugfs_dir);
 	fnv_debugfs_dir = NULL;
 }
