@@ -50,7 +50,7 @@ def main() -> int:
     ctx = Context(jobs, cache, work)
 
     plan = [(j.name, f"{j.group}:{j.name.split(':', 2)[-1]}:{r}" if j.name.startswith("boot:") else
-             f"{j.group}:{r}" if j.group not in ("host", "stock") else r) for j in jobs for r in j.expected]
+             f"{j.group}:{r}" if j.group not in ("host", "stock", "secureboot") else r) for j in jobs for r in j.expected]
     logdir = work / "run"
     logdir.mkdir(parents=True, exist_ok=True)
     (logdir / "plan.txt").write_text("".join(f"{name}\t{job}\n" for job, name in plan))
@@ -73,7 +73,8 @@ def main() -> int:
         g = groups.setdefault(r.group, [0, 0])
         g[0 if r.ok else 1] += 1
     for g, (p, f) in groups.items():
-        label = {"host": "host and packaging checks", "stock": "stock Debian 13 kernel"}.get(
+        label = {"host": "host and packaging checks", "stock": "stock Debian 13 kernel",
+                 "secureboot": "stock kernel under Secure Boot"}.get(
             g, f"kernel {ctx.krel(g) if f'world:{g}' in ctx.jobs else g}")
         print(f"{label}: {p} passed, {f} failed")
     failed = [r.name for r in results if not r.ok]

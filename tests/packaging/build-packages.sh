@@ -180,7 +180,7 @@ fi
 # --- one version everywhere ------------------------------------------------------------------
 v_deb=$(sed -n '1s/^[^(]*(\([^)-]*\)-.*/\1/p' "$top/packaging/debian/changelog")
 v_spec=$(sed -n 's/^Version:[[:space:]]*//p' "$top/packaging/rpm/nvidia_peer_memory.spec")
-v_rust=$(sed -n 's/^const VERSION: &str = "\(.*\)";/\1/p' "$top/src/nv_peer_mem_main.rs")
+v_rust=$(sed -n 's/^pub(crate) const VERSION: &str = "\(.*\)";/\1/p' "$top/src/clients.rs")
 if [ -n "$version" ] && [ "$v_deb" = "$version" ] && [ "$v_spec" = "$version" ] &&
 	[ "$v_rust" = "$version" ]; then
 	result PASS versions

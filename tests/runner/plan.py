@@ -136,6 +136,9 @@ def make_plan(profile: str, lines: list[str] | None = None, repeat: int | None =
     if not vm_only:
         jobs.append(Job("stock", lambda ctx: [str(TESTS / "stock/stock-world.sh"), str(ctx.cache / "packages")],
                         "stock", data["jobs"]["stock"]["results"], deps=["setup", "packages"]))
+        jobs.append(Job("secureboot", lambda ctx: [str(TESTS / "secureboot/secureboot-world.sh"),
+                                                   str(ctx.cache / "packages")],
+                        "secureboot", data["jobs"]["secureboot"]["results"], deps=["setup", "packages"]))
     prev_world = "setup"
     for line in lines:
         def kp(ctx, line=line):
@@ -243,7 +246,7 @@ def select(jobs: list[Job], patterns: list[str], only: str | None) -> list[Job]:
     keep: dict[str, Job] = {}
     for j in jobs:
         kind = ("vm" if j.vm or j.name.startswith(("world:", "setup", "sweep-report", "testing-report"))
-                else "stock" if j.name in ("stock", "packages", "setup") else "host")
+                else "stock" if j.name in ("stock", "secureboot", "packages", "setup") else "host")
         if only and only != kind and not (only == "stock" and j.name in ("packages", "setup")):
             continue
         if patterns:

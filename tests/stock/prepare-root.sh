@@ -14,6 +14,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 cache=$NVPM_CACHE/stock
 mkdir -p "$cache"
 log=$cache/prepare.log
+# One preparation at a time (the stock and the Secure Boot worlds start together): the second
+# waits, then finds the root cached.
+exec 9>"$cache/.prepare.lock"
+flock 9
 
 mirror=$(debian_mirror)
 [ -n "$mirror" ] || die "no Debian mirror in the host's apt sources; set NVPM_DEBIAN_MIRROR"
