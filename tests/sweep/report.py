@@ -4,7 +4,8 @@
     report.py SITES CONSOLE_LOG...
 
 SITES is what sites.py wrote for the module the VMs ran; each console log may hold a run of
-tests/scenarios/30-sweep.sh (one world each): its "SWEEP-PLAN phases=..." line, one
+tests/scenarios/30-sweep.sh (one world each): its "SWEEP-PLAN phases=... allocation-free=..."
+line (the phases meant to make no allocation: they must inject nothing), one
 "SWEEP ..." line per injected failure and one "SWEEP-PHASE phase=P injections=N" line per phase.
 Prints a table of the sites (which phases and injections reached each, how it behaved), the
 runs that reached no nv_peer_mem site (the doubles' own allocations under a call from the
@@ -21,7 +22,7 @@ import re
 import sys
 
 RUN = re.compile(r"^SWEEP (.*)$")
-PLAN = re.compile(r"^SWEEP-PLAN phases=(.*)$")
+PLAN = re.compile(r"^SWEEP-PLAN phases=(.*?)(?: allocation-free=(.*))?$")
 PHASE = re.compile(r"^SWEEP-PHASE phase=(\S+) injections=(\d+)$")
 # A console log whose VM ran the sweep (tests/vm/init marks each scenario).
 BEGIN = re.compile(r"^=== BEGIN 30-sweep\r?$", re.M)
@@ -82,6 +83,7 @@ def report(sites_path, logs):
             continue  # this VM did not run the sweep
         swept += 1
         plan = None
+        free = set()
         stated = {}
         counted = {}
         for line in text.splitlines():
@@ -96,6 +98,7 @@ def report(sites_path, logs):
             m = PLAN.match(line)
             if m:
                 plan = m.group(1).split()
+                free = set((m.group(2) or "").split())
                 continue
             m = PHASE.match(line)
             if m:
@@ -108,7 +111,10 @@ def report(sites_path, logs):
         for p in plan:
             if p not in stated:
                 phase_problems.append(f"{world}: phase {p} has no SWEEP-PHASE line")
-            elif stated[p] == 0:
+            elif p in free and stated[p]:
+                phase_problems.append(f"{world}: phase {p} is meant to allocate nothing, "
+                                      f"{stated[p]} injections")
+            elif stated[p] == 0 and p not in free:
                 phase_problems.append(f"{world}: phase {p} injected nothing")
             elif stated[p] != counted.get(p, 0):
                 phase_problems.append(f"{world}: phase {p} says {stated[p]} injections, "
