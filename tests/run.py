@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent / "runner"))
 
 from execute import Runner  # noqa: E402
-from plan import Context, make_plan, select  # noqa: E402
+from plan import Context, make_plan, planned_name, select  # noqa: E402
 
 
 def main() -> int:
@@ -49,8 +49,7 @@ def main() -> int:
     jobs = select(jobs, a.patterns, a.only)
     ctx = Context(jobs, cache, work)
 
-    plan = [(j.name, f"{j.group}:{j.name.split(':', 2)[-1]}:{r}" if j.name.startswith("boot:") else
-             f"{j.group}:{r}" if j.group not in ("host", "stock", "secureboot") else r) for j in jobs for r in j.expected]
+    plan = [(j.name, planned_name(j, r)) for j in jobs for r in j.expected]
     logdir = work / "run"
     logdir.mkdir(parents=True, exist_ok=True)
     (logdir / "plan.txt").write_text("".join(f"{name}\t{job}\n" for job, name in plan))

@@ -240,6 +240,14 @@ def testing_report(line: str, prof: dict, jobs: list[Job], repeat: int) -> Job:
     return Job(f"testing-report:{line}", argv, line, [], deps=[b.name for b in boots])
 
 
+def planned_name(j: Job, r: str) -> str:
+    """A result's name in the plan's listing (before the kernel's release is known): a boot's
+    <line>:<tag>:<result>, a line's other jobs' <line>:<result>, the rest as they report it."""
+    if j.name.startswith("boot:"):
+        return f"{j.group}:{j.name.split(':', 2)[-1]}:{r}"
+    return r if j.group in ("host", "stock", "secureboot") else f"{j.group}:{r}"
+
+
 def select(jobs: list[Job], patterns: list[str], only: str | None) -> list[Job]:
     """The plan filtered: jobs of one kind (--only vm|stock|host), results whose names match one
     of the glob patterns (-k; a boot keeps the matching scenarios). What a kept job needs is kept."""
@@ -250,9 +258,7 @@ def select(jobs: list[Job], patterns: list[str], only: str | None) -> list[Job]:
         if only and only != kind and not (only == "stock" and j.name in ("packages", "setup")):
             continue
         if patterns:
-            line = j.group
-            full = [f"{line}:{j.name.split(':', 2)[-1]}:{r}" if j.name.startswith("boot:") else r
-                    for r in j.expected]
+            full = [planned_name(j, r) for r in j.expected]
             hit = [r for r, f in zip(j.expected, full) if any(fnmatch.fnmatch(f, p) for p in patterns)]
             if not hit:
                 continue
