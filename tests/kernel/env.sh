@@ -61,3 +61,11 @@ in_chroot() {
 	chroot "$dir" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LC_ALL=C.UTF-8 \
 		DEBIAN_FRONTEND=noninteractive "$@" </dev/null
 }
+# unmount_under DIR: every mount at or below DIR, deepest first (lazily: a busy one goes when it
+# is let go); what umount says goes to $log when it is set.
+unmount_under() {
+	local m
+	for m in $(awk -v r="$1" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/mounts | sort -r); do
+		umount -l "$m" 2>>"${log:-/dev/null}" || true
+	done
+}

@@ -170,10 +170,8 @@ class Runner:
                 out.append(Result(r.name, False, f"not in the plan (reported by job {job.name}"
                                   f"{': ' + r.detail if r.detail else ''})", job.name, job.group))
             # A job that failed without a failed result to show for it fails as itself.
-            if job.rc not in (0, None) and all(reported.get(n, Result('', True, '', '', '')).ok
-                                               for n in job.expected) and job.expected:
-                if not any(not r.ok for r in out if r.job == job.name):
-                    out.append(Result(f"{prefix}{job.name}", False,
-                                      f"exited {job.rc} though every result it reported passed; see "
-                                      f"{self.log_of(job)}", job.name, job.group))
+            if job.rc not in (0, None) and job.expected and all(r.ok for r in out if r.job == job.name):
+                out.append(Result(f"{prefix}{job.name}", False,
+                                  f"exited {job.rc} though every result it reported passed; see "
+                                  f"{self.log_of(job)}", job.name, job.group))
         return out

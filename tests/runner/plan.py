@@ -252,6 +252,7 @@ def select(jobs: list[Job], patterns: list[str], only: str | None) -> list[Job]:
     """The plan filtered: jobs of one kind (--only vm|stock|host), results whose names match one
     of the glob patterns (-k; a boot keeps the matching scenarios). What a kept job needs is kept."""
     keep: dict[str, Job] = {}
+    kunit_scenario = load().get("kunit", {}).get("scenario")
     for j in jobs:
         kind = ("vm" if j.vm or j.name.startswith(("world:", "setup", "sweep-report", "testing-report"))
                 else "stock" if j.name in ("stock", "secureboot", "packages", "setup") else "host")
@@ -269,7 +270,8 @@ def select(jobs: list[Job], patterns: list[str], only: str | None) -> list[Job]:
                     continue
                 old = j.argv
                 j.argv = lambda ctx, old=old, n_old=len(ran), scen=scen: old(ctx)[:-n_old] + scen
-                suites = [r for r in j.expected if r.startswith("kunit:")] if "01-kunit" in scen else []
+                suites = ([r for r in j.expected if r.startswith("kunit:")]
+                          if kunit_scenario in scen else [])
                 j.expected = ["boot", *scen, "kmemleak", *suites]
         keep[j.name] = j
     changed = True

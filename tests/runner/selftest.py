@@ -107,6 +107,11 @@ def main() -> int:
         ok = all(n in res and not res[n].ok and "job mute (exit 3)" in res[n].detail for n in ("a", "b"))
         verdict("exit-without-output", ok, str({n: r.detail for n, r in res.items()}))
 
+        # A job that reports every result passed and then exits non-zero fails as itself.
+        res = run([Job("liar", sh("echo 'PASS a'; exit 2"), "host", ["a"])], tmp)
+        verdict("exit-after-passing", res["a"].ok and "liar" in res and not res["liar"].ok
+                and "exited 2" in res["liar"].detail, str({n: (r.ok, r.detail) for n, r in res.items()}))
+
         # A result nobody planned is a failure too (a renamed or added check without its plan row).
         res = run([Job("chatty", sh("echo 'PASS a'; echo 'PASS surprise'"), "host", ["a"])], tmp)
         verdict("unplanned-result", res.get("a") and res["a"].ok and "surprise" in res

@@ -39,12 +39,6 @@ result() { # result PASS|FAIL check [detail]
 }
 fatal() { result FAIL "$1" "$2"; exit 1; }
 
-unmount_under() { # unmount_under DIR: every mount at or below DIR
-	local m
-	for m in $(awk -v r="$1" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/mounts | sort -r); do
-		umount -l "$m" 2>>"$log" || true
-	done
-}
 unmount_all() { unmount_under "$work"; }
 trap unmount_all EXIT
 unmount_all
