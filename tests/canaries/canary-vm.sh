@@ -1,10 +1,10 @@
 #!/bin/bash
 # The net's own test: boots the test kernel with scenarios that plant each kind of kernel
-# report (canary_plant in tests/vm/lib.sh: the fake nvidia.ko's "canary KIND", the fake
+# report (canary_plant in tests/vm/lib.py: the fake nvidia.ko's "canary KIND", the fake
 # ib_core's "canary dmar-fault"), and passes only where the judge (tests/vm/parse-log.py)
 # failed the scenario that met it, with the report itself among the lines it judged (the KLOG
 # lines that match KERNEL_REPORTS and no KERNEL_NOTICES). Hosts: a scenario that drains the log
-# (canary.sh), one that throws it away (only the kernel's flags can tell), a run of the
+# (canary.py), one that throws it away (only the kernel's flags can tell), a run of the
 # fault-injection sweep, a race of the in-kernel stress and make bench's VM (bench-vm).
 # Lockdep reports once per boot and then switches itself off, so every host of a lockdep
 # canary has a boot of its own: five boots.
@@ -18,11 +18,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 kbuild=$1 initrd=$2 work=$3 append=$4
 failed=0
 
-# What the judge counts as a report, as parse-log.py reads it from lib.sh.
-lib_pattern() { sed -n "s/^$1='\(.*\)'\$/\1/p" "$here/../vm/lib.sh"; }
+# What the judge counts as a report, as parse-log.py reads it from lib.py.
+lib_pattern() { PYTHONPATH=$here/../vm python3 -c "import lib; print(lib.$1)"; }
 reports=$(lib_pattern KERNEL_REPORTS) notices=$(lib_pattern KERNEL_NOTICES)
 if [ -z "$reports" ] || [ -z "$notices" ]; then
-	echo "FAIL canary: no KERNEL_REPORTS or KERNEL_NOTICES in lib.sh"
+	echo "FAIL canary: no KERNEL_REPORTS or KERNEL_NOTICES in lib.py"
 	exit 1
 fi
 # judged: the lines of a scenario's block that the judge fails it for (the serial console's

@@ -64,7 +64,8 @@ def load(path: Path = TESTS / "plan.toml") -> dict:
 
 
 def scenario_names() -> list[str]:
-    return sorted(p.stem for p in (TESTS / "scenarios").glob("*.sh"))
+    return sorted({p.stem for p in (TESTS / "scenarios").glob("*.sh")} |
+                  {p.stem for p in (TESTS / "scenarios").glob("*.py")})
 
 
 def expand(spec: list[str], data: dict) -> list[str]:
@@ -197,7 +198,7 @@ def make_plan(profile: str, lines: list[str] | None = None, repeat: int | None =
             ctx.world(line)["build_dir"] + "/nvidia/Module.symvers"], line, data["line_jobs"]["dkms"],
             prefix=lambda ctx, line=line: f"dkms:{ctx.krel(line)}:", deps=[f"world:{line}", "packages"]))
         if line == first or profile == "full":
-            svc = ["boot", *sorted(p.stem for p in (TOP / data["line_jobs"]["service"]).glob("*.sh")), "kmemleak"]
+            svc = ["boot", *sorted(p.stem for p in (TOP / data["line_jobs"]["service"]).glob("*.[sp][hy]")), "kmemleak"]
             jobs.append(Job(f"service:{line}", lambda ctx, line=line: [
                 str(TESTS / "packaging/service-vm.sh"), ctx.world(line)["kbuild"], ctx.world(line)["work"],
                 _deb(ctx, "nvidia-peer-memory"),

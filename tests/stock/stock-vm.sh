@@ -18,8 +18,12 @@ echo "1..$(echo $scenarios | wc -w)"
 n=0
 for s in $scenarios; do
 	echo "=== BEGIN $s"
-	# The scenarios run in busybox's sh, as in the other worlds.
-	busybox sh -c ". $T/lib.sh; . $T/scenarios/$s.sh" 2>&1
+	# The scenarios run as in the other worlds: python3, or busybox's sh.
+	if [ -e "$T/scenarios/$s.py" ]; then
+		NVPM_SCENARIO=$s PYTHONPATH=$T python3 -u "$T/scenarios/$s.py" 2>&1
+	else
+		busybox sh -c ". $T/lib.sh; . $T/scenarios/$s.sh" 2>&1
+	fi
 	rc=$?
 	# The registration scenarios leave the modules unloaded; the stock-* ones (and the Secure
 	# Boot world's sb-*, tests/secureboot/) keep what the system's services did.
