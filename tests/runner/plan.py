@@ -219,7 +219,7 @@ def make_plan(profile: str, lines: list[str] | None = None, repeat: int | None =
         jobs.append(Job("host-checks", lambda ctx: [str(TESTS / "host-checks.sh")], "host",
                         data["jobs"]["host-checks"]["results"], deps=[f"world:{last}"], env={"KLINE": last}))
         cases = sorted(p.stem for p in (TOP / data["jobs"]["doctor"]["cases"]).glob("*.json"))
-        jobs.append(Job("doctor", lambda ctx: [str(TESTS / "doctor/run.sh")], "host",
+        jobs.append(Job("doctor", lambda ctx: [str(TESTS / "doctor/run.py")], "host",
                         [f"doctor:{c}" for c in cases] + data["jobs"]["doctor"]["results"]))
         jobs.append(Job("deb-lifecycle", lambda ctx: [str(TESTS / "packaging/deb-lifecycle.sh"),
                                                       str(ctx.cache / "packages")],
