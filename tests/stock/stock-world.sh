@@ -387,9 +387,13 @@ k612=$(newest_image '6\.12\.[0-9]+\+deb13-amd64' | head -n1)
 later_kernel norust-kernel "$k612" "linux-image-$k612" "linux-headers-$k612"
 if [ -z "$(ls "$root/lib/modules/$k612/updates/dkms/"nv_peer_mem.ko* 2>/dev/null)" ] &&
 	grep -q 'for module nv_peer_mem/.* includes a BUILD_EXCLUSIVE directive' "$work/norust-kernel.log" &&
-	grep -q "Autoinstall on $k612 was skipped for module(s) nv_peer_mem" "$work/norust-kernel.log"; then
+	grep -q "Autoinstall on $k612 was skipped for module(s) nv_peer_mem" "$work/norust-kernel.log" &&
+	# Our own line once in the apt run, saying to boot a Rust kernel, and no advice that cannot
+	# help on a kernel without Rust (dkms autoinstall, a reinstall).
+	[ "$(grep -c "^nv_peer_mem: kernel $k612 was built without Rust .*boot a kernel built with Rust" "$work/norust-kernel.log")" = 1 ] &&
+	! grep -q "^nv_peer_mem: .*\(dkms autoinstall -k $k612\|reinstall\)" "$work/norust-kernel.log"; then
 	result PASS norust-kernel-skipped
-else result FAIL norust-kernel-skipped "a module for $k612, or no BUILD_EXCLUSIVE message; see $work/norust-kernel.log"; fi
+else result FAIL norust-kernel-skipped "a module for $k612, no BUILD_EXCLUSIVE message, not exactly one line of ours saying to boot a Rust kernel, or advice to rebuild; see $work/norust-kernel.log"; fi
 # The doctor on that kernel: a root whose /proc says 6.12, with the machine's /boot and modules.
 doc=$root/tmp/doctor-612
 mkdir -p "$doc/proc/sys/kernel"
@@ -397,7 +401,8 @@ echo "$k612" >"$doc/proc/sys/kernel/osrelease"
 ln -s /boot "$doc/boot"
 mkdir -p "$doc/lib" && ln -s /lib/modules "$doc/lib/modules"
 out=$(in_root python3 /usr/libexec/nv_peer_mem/nv_peer_mem-doctor --root /tmp/doctor-612 --kernel-log /dev/null 2>&1)
-if grep -q "^FAIL kernel.rust: the running kernel $k612 was built without Rust" <<<"$out"; then
+if grep -q "^FAIL kernel.rust: the running kernel $k612 was built without Rust" <<<"$out" &&
+	grep -q "^FAIL nv_peer_mem.installed: .* -> fix: boot a kernel built with Rust that has it: " <<<"$out"; then
 	result PASS norust-kernel-doctor
 else result FAIL norust-kernel-doctor "$(grep -m2 'kernel.rust\|installed' <<<"$out" | paste -sd ' ')"; fi
 # The driver purged after all that: apt succeeds, and no nv_peer_mem.ko is left that could not
