@@ -197,7 +197,7 @@ t=$root/usr/lib/nvpm-stock
 mkdir -p "$t/scenarios" "$root/etc/nvpm"
 install -m 755 "$here/stock-vm.sh" "$t/stock-vm.sh"
 install -m 644 "$top/tests/vm/lib.sh" "$top/tests/vm/lib.py" "$top/tests/vm/cleanup.sh" "$t/"
-install -m 644 "$here"/scenarios/*.sh "$top"/tests/scenarios/{03-register-dma,07-invalidate,13-free-races}.* \
+install -m 644 "$here"/scenarios/*.sh "$here"/scenarios/*.py "$top"/tests/scenarios/{03-register-dma,07-invalidate,13-free-races}.* \
 	"$top/tests/bench/bench-vm.sh" "$t/scenarios/"
 gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$root/usr/local/bin/calibrate" "$top/tests/bench/calibrate.c" >>"$log" 2>&1 ||
 	fatal harness "building tests/bench/calibrate.c failed; see $log"
@@ -405,6 +405,26 @@ if grep -q "^FAIL kernel.rust: the running kernel $k612 was built without Rust" 
 	grep -q "^FAIL nv_peer_mem.installed: .* -> fix: boot a kernel built with Rust that has it: " <<<"$out"; then
 	result PASS norust-kernel-doctor
 else result FAIL norust-kernel-doctor "$(grep -m2 'kernel.rust\|installed' <<<"$out" | paste -sd ' ')"; fi
+# The fallback kernel booted: most machines keep trixie's 6.12 beside the Rust kernel, and boot
+# it when the newer one fails. On it the nv_peer_mem unit is skipped with one line naming the
+# kernels that have the module, and the system is "running", not "degraded". Its own disk: this
+# root as it is now, with an initramfs for 6.12 (apt installed it with INITRD=No).
+boot3=
+if [ -n "$k612" ] && in_root update-initramfs -c -k "$k612" >>"$log" 2>&1; then
+	cp "$root/boot/vmlinuz-$k612" "$work/vmlinuz-fallback"
+	cp "$root/boot/initrd.img-$k612" "$work/initrd-fallback.img"
+	umount "$root/proc" "$root/sys"
+	size=$(($(du -sm "$root" | cut -f1) + 512))
+	if mke2fs -q -F -t ext4 -L stock -d "$root" "$work/disk-fallback.img" "${size}M" >>"$log" 2>&1; then
+		NVPM_VM_TIMEOUT=900 NVPM_VM_DISK=$work/disk-fallback.img NVPM_VM_APPEND="nvpm.nvidia=r580 nvpm.ibcore=24.x" \
+			"$top/tests/vm/run-vm.sh" "$work/vmlinuz-fallback" "$work/initrd-fallback.img" "$work/boot-3-fallback" \
+			stock-fallback-kernel 2>>"$log" | sed 's/^\(PASS\|FAIL\) /\1 stock:/' >"$work/boot3.out" &
+		boot3=$!
+	else result FAIL stock-fallback-kernel "mke2fs of the fallback kernel's disk failed; see $log"; fi
+	mount -t proc proc "$root/proc"
+	mount -t sysfs sysfs "$root/sys"
+else result FAIL stock-fallback-kernel "no 6.12 kernel ('$k612'), or update-initramfs -k $k612 failed; see $log"; fi
+
 # The driver purged after all that: apt succeeds, and no nv_peer_mem.ko is left that could not
 # load; DKMS keeps the module (added) for the driver's return.
 in_root apt-get purge -y -q nvidia-kernel-dkms >"$work/purge-driver.log" 2>&1
@@ -422,4 +442,9 @@ rm -rf --one-file-system "$root"
 wait $boots
 cat "$work/boots.out"
 grep -q '^FAIL' "$work/boots.out" && failed=1
+if [ -n "$boot3" ]; then
+	wait "$boot3"
+	cat "$work/boot3.out"
+	grep -q '^FAIL' "$work/boot3.out" && failed=1
+fi
 exit $failed
