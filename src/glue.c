@@ -8,6 +8,7 @@
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
+#include <linux/namei.h>
 #include <linux/pci.h>
 #include <linux/sched.h>
 #include <linux/scatterlist.h>
@@ -22,6 +23,7 @@ int nvpm_param_coalesce_sg(void);
 struct pci_dev *nvpm_dev_to_pci(struct device *dev);
 void nvpm_module_get(void);
 void nvpm_module_put(void);
+bool nvpm_module_loaded(const char *name);
 bool nvpm_nvidia_has_persistent_api(void);
 int nvpm_nvidia_get_pages_persistent(u64 va, u64 len, void **page_table);
 int nvpm_nvidia_put_pages_persistent(u64 va, void *page_table);
@@ -153,6 +155,24 @@ void nvpm_module_get(void)
 void nvpm_module_put(void)
 {
 	module_put(THIS_MODULE);
+}
+
+/*
+ * Whether the module NAME is loaded: /sys/module/<name> exists (modules cannot look each other
+ * up by name since find_module() stopped being exported, Linux 5.12; sysfs is at /sys wherever
+ * modprobe runs).
+ */
+bool nvpm_module_loaded(const char *name)
+{
+	char dir[64];
+	struct path path;
+
+	if (snprintf(dir, sizeof(dir), "/sys/module/%s", name) >= sizeof(dir))
+		return false;
+	if (kern_path(dir, LOOKUP_FOLLOW, &path))
+		return false;
+	path_put(&path);
+	return true;
 }
 
 /*

@@ -16,6 +16,7 @@ mod module_ref;
 mod nv_p2p;
 mod params;
 mod peer_mem;
+mod peer_modules;
 mod pinning;
 mod registration;
 mod registrations_view;
@@ -66,6 +67,7 @@ struct NvPeerMem {
 
 impl kernel::Module for NvPeerMem {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        peer_modules::refuse_beside_nvidia_peermem()?;
         let persistent = PersistentSupport::probe();
         let has_persistent = persistent.available();
         let globals = Published::new(persistent, params::persistent_only())?;

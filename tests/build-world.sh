@@ -52,6 +52,11 @@ for gen in $NV_GENERATIONS; do
 done
 ln -sfn nvidia-r580 "$build_dir/nvidia"
 fake_build "$build_dir/ib_core" >"$logs/ib_core.log" 2>&1 || { build_ok=0; tail -20 "$logs/ib_core.log" >&2; }
+# NVIDIA's own peer client, which nv_peer_mem refuses to load beside (scenario 32).
+cp -r "$top/tests/fakes/nvidia_peermem" "$build_dir/nvidia_peermem"
+make -C "$kbuild" "${kargs[@]}" M="$build_dir/nvidia_peermem" W=1 \
+	KBUILD_EXTRA_SYMBOLS="$build_dir/ib_core/Module.symvers" modules >"$logs/nvidia_peermem.log" 2>&1 ||
+	{ build_ok=0; tail -20 "$logs/nvidia_peermem.log" >&2; }
 module_make "$build_dir/module" modules >"$logs/module.log" 2>&1 || { build_ok=0; tail -30 "$logs/module.log" >&2; }
 
 if [ $build_ok = 1 ]; then
@@ -86,6 +91,6 @@ if [ $build_ok = 1 ]; then
 	"$top/tests/vm/mkinitramfs.sh" --overlay "$service_root" "$kbuild" "$initrd" "$bars" \
 		"$build_dir/nvidia/nvidia.ko" "${nv_kos[@]}" "/bin/race=$build_dir/race" \
 		"/bin/calibrate=$build_dir/calibrate" "/bin/failnth=$build_dir/failnth" "/tests/sweep-sites.txt=$build_dir/sweep-sites.txt" \
-		"$build_dir/ib_core/ib_core.ko" "$build_dir/module/nv_peer_mem.ko" ||
+		"$build_dir/ib_core/ib_core.ko" "$build_dir/nvidia_peermem/nvidia_peermem.ko" "$build_dir/module/nv_peer_mem.ko" ||
 		die "initramfs build failed"
 fi

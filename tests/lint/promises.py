@@ -202,6 +202,9 @@ MAPS = [
      r"`nv_mem_nc` declines NVIDIA's EOPNOTSUPP \(95\) as it declines EINVAL",
      [(r"scenarios/31-errno-map", r"nv_mem_nc: EOPNOTSUPP from nvidia in acquire: declined.*\"\$PERS -95 1\".*\"acquire=0\" \"err_not_mine\+1\""),
       (r"scenarios/31-errno-map", r"nv_mem_nc: ENOTSUPP \(524, MIG or vGPU\).*\"\$PERS -524 2\".*get_pages=-95 ")]),
+    ("beside-nvidia-peermem-ebusy",
+     r"refuses to load while `nvidia_peermem` is loaded: the load fails with EBUSY",
+     [(r"scenarios/32-beside-nvidia-peermem", r"modprobe nv_peer_mem fails: EBUSY.*Device or resource busy")]),
 ]
 # Statements of design.md that name an errno without being a mapping of the module's.
 NOT_MAPPINGS = [

@@ -9,7 +9,7 @@ if [ -e $NV/buffers ]; then
 	sed -n 's/^va=\(0x[0-9a-f]*\) .*freed=0.*/\1/p' $NV/buffers | while read -r va; do echo "free $va" >$NV/ctl; done
 	echo "inject clear" >$NV/ctl
 fi
-for m in nv_peer_mem ib_core nvidia; do
+for m in nv_peer_mem nvidia_peermem ib_core nvidia; do
 	grep -q "^$m " /proc/modules && rmmod $m
 done
 exit 0
