@@ -38,6 +38,8 @@ EXPECTED = [
     (r"nvidia:", r"", {"0"}, "unmapping and unpinning have no errno for ib_core: logged"),
     (r"slab", r"^ib_register_peer_memory_client$", {"22"}, "the load fails with EINVAL: a NULL carries no errno"),
     (r"slab", r"^debugfs_create_", {"0"}, "the registration view is optional: the load goes on without it"),
+    (r"slab", r"^kern_path$", {"0"},
+     "the lookup of /sys/module/nvidia_peermem: a failure reads as not loaded, the load goes on"),
     (r"slab", r"^nvidia_p2p_get_pages", {"0", "12"},
      "0: acquire's pin (the buffer is claimed anyway, get_pages pins again); 12: get_pages' own"),
     (r"slab", r"^nvidia_p2p_put_pages", {"0"}, "unpinning has no errno: logged"),
