@@ -2,17 +2,18 @@
 
 //! The other peer client modules nv_peer_mem must not run beside.
 
-use core::ffi::{c_char, CStr};
 use kernel::error::code::EBUSY;
 use kernel::prelude::*;
 
 extern "C" {
-    fn nvpm_module_loaded(name: *const c_char) -> bool;
+    /// `name`: the bytes of a NUL-terminated module name (the kernel builds with
+    /// `-funsigned-char`, so they are the C string's `char`s).
+    fn nvpm_module_loaded(name: *const u8) -> bool;
 }
 
 /// NVIDIA's own peer client module (the driver's `nvidia-peermem`), which registers a
 /// PeerDirect client named "nv_mem" with ib_core, as nv_peer_mem does.
-const NVIDIA_PEERMEM: &CStr = c"nvidia_peermem";
+const NVIDIA_PEERMEM: &[u8] = b"nvidia_peermem\0";
 
 /// Refuses the load while nvidia_peermem is loaded.
 ///
