@@ -140,7 +140,7 @@ MAPS = [
     ("nvidia-einval-declined",
      r"-EINVAL from NVIDIA means \"not GPU memory of this process\": answer 0 silently",
      [(r"bad-inputs/table\.txt", r"inject get_pages -22 1 \| call nv_mem .* acquire \| acquire=0 log=0"),
-      (r"scenarios/31-errno-map", r"EINVAL from nvidia in acquire.*\"get_pages -22 1\".*\"acquire=0\" \"err_not_mine\+1\"")]),
+      (r"scenarios/31-errno-map", r"EINVAL from nvidia in acquire.*\"get_pages -22 1\", \"acquire\", \"acquire=0\", \"err_not_mine\+1\"")]),
     ("nvidia-errno-claimed",
      r"Any other error still means GPU memory: claim it .* reports NVIDIA's errno \(ENOMEM when BAR1 is exhausted\) instead of ib_core's EFAULT",
      [(r"bad-inputs/table\.txt", r"inject get_pages -12 2 \| reg .*\| ENOMEM log=1"),
@@ -148,8 +148,8 @@ MAPS = [
       (r"scenarios/11-nvidia-errors", r"inject_case get_pages -5 2 \"Input/output error\"")]),
     ("put-enomem-retried",
      r"A put that NVIDIA answers with -ENOMEM is tried once more",
-     [(r"scenarios/31-errno-map", r"put_case \"ENOMEM from put_pages, once: retried, unpinned\" \"\" \"put_pages -12 1\""),
-      (r"scenarios/31-errno-map", r"put_case \"nv_mem_nc: ENOMEM from put_pages, once: retried, unpinned\" cq \"\$PUT -12 1\"")]),
+     [(r"scenarios/31-errno-map", r"put_case\(\"ENOMEM from put_pages, once: retried, unpinned\", \"\", \"put_pages -12 1\""),
+      (r"scenarios/31-errno-map", r"put_case\(\"nv_mem_nc: ENOMEM from put_pages, once: retried, unpinned\", \"cq\", f\"\{PUT\} -12 1\"")]),
     ("freed-before-get_pages-efault",
      r"A free between acquire and get_pages.*`get_pages` then fails with EFAULT and counts `err_freed_during_registration`",
      [(r"scenarios/25-one-pin", r"free between acquire and get_pages: the registration fails \(EFAULT\)\"\s+contains \"\$out\" '\^2\\\.1 Bad address'"),
@@ -167,8 +167,8 @@ MAPS = [
      [(r"bad-inputs/table\.txt", rf"inject get_pages -{n} 2 \| call nv_mem .*\| acquire=1 get_pages=-4 release=0 log=1")
       for n in (512, 513, 514, 516)]
      + [(r"bad-inputs/table\.txt", r"inject dma_map_pages -512 \| call .*dma_map=-4 "),
-        (r"scenarios/31-errno-map", r"for e in 512 513 514 516; do"),
-        (r"scenarios/31-errno-map", r"errno_case \"ERESTART\* \(\$e\) from nvidia: EINTR\" \"get_pages -\$e 2\".*get_pages=-4 ")]),
+        (r"scenarios/31-errno-map", r"for e in \(512, 513, 514, 516\):"),
+        (r"scenarios/31-errno-map", r"errno_case\(f\"ERESTART\* \(\{e\}\) from nvidia: EINTR\", f\"get_pages -\{e\} 2\".*get_pages=-4 ")]),
     ("internal-eio",
      r"other internal ones EIO",
      [(r"bad-inputs/table\.txt", r"inject get_pages -517 2 \| reg .*\| EIO log=1"),
@@ -200,8 +200,8 @@ MAPS = [
      [(r"scenarios/25-one-pin", r"err_freed_during_registration\)\" = 1")]),
     ("persistent-eopnotsupp-declined",
      r"`nv_mem_nc` declines NVIDIA's EOPNOTSUPP \(95\) as it declines EINVAL",
-     [(r"scenarios/31-errno-map", r"nv_mem_nc: EOPNOTSUPP from nvidia in acquire: declined.*\"\$PERS -95 1\".*\"acquire=0\" \"err_not_mine\+1\""),
-      (r"scenarios/31-errno-map", r"nv_mem_nc: ENOTSUPP \(524, MIG or vGPU\).*\"\$PERS -524 2\".*get_pages=-95 ")]),
+     [(r"scenarios/31-errno-map", r"nv_mem_nc: EOPNOTSUPP from nvidia in acquire: declined.*f\"\{PERS\} -95 1\", \"acquire\", \"acquire=0\", \"err_not_mine\+1\".*client=\"nv_mem_nc\""),
+      (r"scenarios/31-errno-map", r"nv_mem_nc: ENOTSUPP \(524, MIG or vGPU\).*f\"\{PERS\} -524 2\".*get_pages=-95 .*client=\"nv_mem_nc\"")]),
     ("beside-nvidia-peermem-ebusy",
      r"refuses to load while `nvidia_peermem` is loaded: the load fails with EBUSY",
      [(r"scenarios/32-beside-nvidia-peermem", r"modprobe nv_peer_mem fails: EBUSY.*Device or resource busy")]),
@@ -511,8 +511,8 @@ def self_test(top):
         # The tests of a mapping go: the ERESTART rows of the table and scenario 31's loop.
         table = copy / "tests/bad-inputs/table.txt"
         table.write_text("".join(ln for ln in table.read_text().splitlines(True) if " -51" not in ln))
-        sc = copy / "tests/scenarios/31-errno-map.sh"
-        sc.write_text(sc.read_text().replace("for e in 512 513 514 516; do", "for e in; do"))
+        sc = copy / "tests/scenarios/31-errno-map.py"
+        sc.write_text(sc.read_text().replace("for e in (512, 513, 514, 516):", "for e in ():"))
         lost = check(copy)
     want = {
         "errnos": "EXDEV",
