@@ -1,4 +1,4 @@
-"""Races run in the kernel (the fake ib_core's "stress", tests/fakes/INTERFACE.md): registration,
+"""Races run in the kernel by the fake ib_core ("stress", tests/fakes/INTERFACE.md): registration,
 deregistration, deregistration on a worker and overlapping registrations, each against cudaFree
 at a random moment; concurrent registrations on both NICs; and rmmod nv_peer_mem attempts against
 all of that. NVPM_STRESS_ITERS iterations per race (kernel command line nvpm.stress_iters=,
