@@ -4,7 +4,7 @@
     report.py SITES CONSOLE_LOG...
 
 SITES is what sites.py wrote for the module the VMs ran; each console log may hold a run of
-tests/scenarios/30-sweep.sh (one world each): its "SWEEP-PLAN phases=... allocation-free=..."
+tests/scenarios/30-sweep.py (one world each): its "SWEEP-PLAN phases=... allocation-free=..."
 line (the phases meant to make no allocation: they must inject nothing), one
 "SWEEP ..." line per injected failure and one "SWEEP-PHASE phase=P injections=N" line per phase.
 Prints a table of the sites (which phases and injections reached each, how it behaved), the

@@ -4,7 +4,7 @@
 A failure site is a call instruction of the module into a function outside it that can fail
 (tests/sweep/imports.txt says which ones can, and why the others cannot). Its key is the
 return address as a kernel stack trace prints it, "function+0xoffset": the sweep
-(tests/scenarios/30-sweep.sh) attributes every failure it injects to the innermost
+(tests/scenarios/30-sweep.py) attributes every failure it injects to the innermost
 nv_peer_mem frame of the stack, which is that key. A call that leaves the module by a tail
 call (jmp) has no frame of its own: the calls of the function that makes it are the sites.
 

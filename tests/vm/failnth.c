@@ -4,7 +4,7 @@
  * cudaMalloc, registration and teardown must come from the same one) and fail the N-th fault
  * injection point of exactly one of them, through /proc/thread-self/fail-nth (the kernel
  * counts only the calls its fault attributes let through: the sweep restricts failslab to
- * allocations made under module code, tests/scenarios/30-sweep.sh).
+ * allocations made under module code, tests/scenarios/30-sweep.py).
  *
  *   failnth N STEP...
  *
