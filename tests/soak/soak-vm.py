@@ -142,6 +142,8 @@ def spawn(fn, *args):
         try:
             fn(*args)
             code = 0
+        except BaseException as e:
+            print(f"soak: {fn.__name__} {args} stopped: {e!r}", file=sys.stderr, flush=True)
         finally:
             sys.stdout.flush()
             os._exit(code)
