@@ -1,5 +1,5 @@
 """make bench's profile: ftrace function_graph output of one registration (the "PROFILE" lines of
-tests/bench/bench-vm.sh) into a call tree, and the bench loop's calls parted by phase. Used by
+tests/bench/bench-vm.py) into a call tree, and the bench loop's calls parted by phase. Used by
 report.py.
 """
 import re

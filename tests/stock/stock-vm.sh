@@ -27,7 +27,7 @@ for s in $scenarios; do
 	rc=$?
 	# The registration scenarios leave the modules unloaded; the stock-* ones (and the Secure
 	# Boot world's sb-*, tests/secureboot/) keep what the system's services did.
-	case $s in stock-* | sb-*) ;; *) sh $T/cleanup.sh >/dev/null 2>&1 ;; esac
+	case $s in stock-* | sb-*) ;; *) python3 $T/cleanup.py >/dev/null 2>&1 ;; esac
 	dmesg -c | sed 's/^/KLOG: /'
 	echo "=== END $s rc=$rc"
 	n=$((n + 1))

@@ -11,7 +11,7 @@
 #   4. two boots of the machine from one disk: ONBOOT=yes (the service, doctor, registration
 #      with DMA, invalidation, the free races), ONBOOT=no then apt purge and what it left.
 # With --bench (make bench), only steps 1 and 2 in the first order, then one boot that runs
-# tests/bench/bench-vm.sh with 1 GiB BARs (NVPM_BENCH_GPU_MIB): the production kernel's figures.
+# tests/bench/bench-vm.py with 1 GiB BARs (NVPM_BENCH_GPU_MIB): the production kernel's figures.
 # usage: stock-world.sh [--bench] PACKAGES   (build-packages.sh's OUTDIR, holding deb/)
 # Prints "PASS stock:<check>" / "FAIL stock:<check>: <why>" lines; logs in $NVPM_CACHE/work/stock
 # (stock-bench with --bench; the bench boot's console log is boot-bench/console.log there).
@@ -196,9 +196,9 @@ unmount_all
 t=$root/usr/lib/nvpm-stock
 mkdir -p "$t/scenarios" "$root/etc/nvpm"
 install -m 755 "$here/stock-vm.sh" "$t/stock-vm.sh"
-install -m 644 "$top/tests/vm/lib.sh" "$top/tests/vm/lib.py" "$top/tests/vm/cleanup.sh" "$t/"
+install -m 644 "$top/tests/vm/lib.sh" "$top/tests/vm/lib.py" "$top/tests/vm/cleanup.py" "$t/"
 install -m 644 "$here"/scenarios/*.sh "$here"/scenarios/*.py "$top"/tests/scenarios/{03-register-dma,07-invalidate,13-free-races}.* \
-	"$top/tests/bench/bench-vm.sh" "$t/scenarios/"
+	"$top/tests/bench/bench-vm.py" "$t/scenarios/"
 gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$root/usr/local/bin/calibrate" "$top/tests/bench/calibrate.c" >>"$log" 2>&1 ||
 	fatal harness "building tests/bench/calibrate.c failed; see $log"
 gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$root/usr/local/bin/race" "$top/tests/vm/race.c" >>"$log" 2>&1 ||
