@@ -49,7 +49,7 @@ INTERNAL = {"ERESTARTSYS": 512, "ERESTARTNOINTR": 513, "ERESTARTNOHAND": 514, "E
             "EIOCBQUEUED": 529, "ERECALLCONFLICT": 530}
 # "the ERESTART family" (design.md): the kernel's restart codes, which a test names one by one.
 FAMILIES = {"ERESTART": ("ERESTARTSYS", "ERESTARTNOINTR", "ERESTARTNOHAND", "ERESTART_RESTARTBLOCK")}
-# strerror texts as the VM's busybox prints them (lib.sh's expect_write_error).
+# strerror texts as the VM's busybox prints them (lib.py's expect_write_error: Python's strerror, the same glibc texts).
 STRERROR = {"EFAULT": "Bad address", "EINVAL": "Invalid argument", "ENOMEM": "Cannot allocate memory",
             "EIO": "I/O error", "EOPNOTSUPP": "Operation not supported", "EBUSY": "busy",
             "EINTR": "Interrupted system call", "ENOENT": "No such file or directory"}

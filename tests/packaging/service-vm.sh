@@ -19,5 +19,5 @@ sha256sum <"$ko" >"$overlay/etc/nvpm/dkms-module.sha256"
 "$here/../vm/mkinitramfs.sh" --overlay "$overlay" "$kbuild" "$initrd" "$work/bars" \
 	"$fakes/nvidia/nvidia.ko" "$fakes/ib_core/ib_core.ko" "updates/dkms/nv_peer_mem.ko=$ko"
 
-mapfile -t scenarios < <(cd "$here/../service" && for f in *.sh; do echo "${f%.sh}"; done)
+mapfile -t scenarios < <(cd "$here/../service" && for f in *.py; do echo "${f%.py}"; done)
 NVPM_VM_APPEND=nvpm.rc=1 "$here/../vm/run-vm.sh" "$kbuild" "$initrd" "$work/vm-service" "${scenarios[@]}"

@@ -155,8 +155,8 @@ unmount_under "$root"
 t=$root/usr/lib/nvpm-stock
 mkdir -p "$t/scenarios" "$root/etc/nvpm"
 install -m 755 "$stock/stock-vm.sh" "$t/stock-vm.sh"
-install -m 644 "$top/tests/vm/lib.sh" "$top/tests/vm/lib.py" "$top/tests/vm/cleanup.py" "$t/"
-install -m 644 "$stock"/scenarios/stock-*.sh "$here"/scenarios/*.sh \
+install -m 644 "$top/tests/vm/lib.py" "$top/tests/vm/cleanup.py" "$t/"
+install -m 644 "$stock"/scenarios/stock-*.py "$here"/scenarios/*.py \
 	"$top"/tests/scenarios/{03-register-dma,07-invalidate,13-free-races}.* "$t/scenarios/"
 gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$root/usr/local/bin/race" "$top/tests/vm/race.c" >>"$log" 2>&1 ||
 	fatal harness "building tests/vm/race.c failed; see $log"

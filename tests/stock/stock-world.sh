@@ -196,8 +196,8 @@ unmount_all
 t=$root/usr/lib/nvpm-stock
 mkdir -p "$t/scenarios" "$root/etc/nvpm"
 install -m 755 "$here/stock-vm.sh" "$t/stock-vm.sh"
-install -m 644 "$top/tests/vm/lib.sh" "$top/tests/vm/lib.py" "$top/tests/vm/cleanup.py" "$t/"
-install -m 644 "$here"/scenarios/*.sh "$here"/scenarios/*.py "$top"/tests/scenarios/{03-register-dma,07-invalidate,13-free-races}.* \
+install -m 644 "$top/tests/vm/lib.py" "$top/tests/vm/cleanup.py" "$t/"
+install -m 644 "$here"/scenarios/*.py "$top"/tests/scenarios/{03-register-dma,07-invalidate,13-free-races}.* \
 	"$top/tests/bench/bench-vm.py" "$t/scenarios/"
 gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$root/usr/local/bin/calibrate" "$top/tests/bench/calibrate.c" >>"$log" 2>&1 ||
 	fatal harness "building tests/bench/calibrate.c failed; see $log"

@@ -430,3 +430,30 @@ def plant_canary():
         planted += 1
         if planted >= 2:
             return
+
+
+# --- py-worlds ---
+def captured(*argv):
+    """(exit status, output) of ARGV as the shell's $(ARGV 2>&1) held them: stdout and stderr
+    as one text without its trailing newlines; a command that cannot run exits 127."""
+    try:
+        rc, out = output(*argv)
+    except OSError as e:
+        return 127, f"{argv[0]}: {e.strerror}"
+    return rc, out.rstrip("\n")
+
+
+def one_line(text):
+    """TEXT (its trailing newlines aside) is a single line."""
+    return "\n" not in text.rstrip("\n")
+
+
+def has_line(text, pattern):
+    """TEXT has a line matching the regular expression PATTERN (grep -q)."""
+    return re.search(pattern, text, re.M) is not None
+
+
+def show(text, prefix):
+    """Prints each line of TEXT after PREFIX (an empty TEXT as one line)."""
+    for line in text.rstrip("\n").split("\n"):
+        say(prefix + line)
