@@ -409,7 +409,7 @@ DEFINE_SHOW_ATTRIBUTE(fake_stress_f);
 /*
  * ctl and dma_buf again as misc devices, /dev/fake_ib_core_ctl and /dev/fake_ib_core_dma_buf:
  * under kernel lockdown (Secure Boot, tests/secureboot/) debugfs refuses to open any file that
- * can be written, so the harness (tests/vm/lib.sh, lockdown_ctl) bind-mounts these nodes over
+ * can be written, so the harness (tests/vm/lib.py, lockdown_ctl) bind-mounts these nodes over
  * the debugfs files and the scenarios stay as they are.
  */
 static struct miscdevice fake_ctl_misc = {

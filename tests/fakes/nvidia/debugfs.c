@@ -213,7 +213,7 @@ DEFINE_SHOW_ATTRIBUTE(fnv_stats);
 /*
  * ctl again as a misc device, /dev/fake_nvidia_ctl: under kernel lockdown (Secure Boot,
  * tests/secureboot/) debugfs refuses to open any file that can be written, so the harness
- * (tests/vm/lib.sh, lockdown_ctl) bind-mounts this node over the debugfs file.
+ * (tests/vm/lib.py, lockdown_ctl) bind-mounts this node over the debugfs file.
  */
 static struct miscdevice fnv_ctl_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
