@@ -33,6 +33,11 @@ def kernel_config(rust):
         f.write("CONFIG_RUST=y\n" if rust else "# CONFIG_RUST is not set\n")
 
 
+# This VM's package config says ONBOOT=no (service-vm.sh): the boot-time cases need yes.
+CONF = "/etc/infiniband/nv_peer_mem.conf"
+conf_before = read(CONF)
+with open(CONF, "w") as f:
+    f.write("ONBOOT=yes\n")
 check("nv_peer_mem not loaded to begin with", not os.path.isdir(NVPM))
 check("the module DKMS built is installed for the running kernel", os.path.isfile(KO))
 os.makedirs(f"/lib/modules/{OTHER}/updates/dkms", exist_ok=True)
@@ -68,6 +73,8 @@ check("  saying the module is missing for this kernel",
 shutil.move("/tmp/nv_peer_mem.ko", KO)
 shutil.rmtree(f"/lib/modules/{OTHER}")
 os.remove(CONFIG)
+with open(CONF, "w") as f:
+    f.write(conf_before)
 rc, out = service("start")
 check("with the module back, start works", rc == 0 and os.path.isdir(NVPM))
 check("stop", service("stop")[0] == 0)
