@@ -252,7 +252,12 @@ def slab(phase, after, *steps):
         else:
             site, traced, rc = judge(phase, "slab", n, rc, out)
             runs += 1
-            if not site:
+            if not site and n > prev + 1:
+                # A leap that landed on none of the module's sites: a site may lie in the gap
+                # (the load's nvidia_peermem lookup allocates twice, and the gallop then leapt
+                # over Slots::new): bisect it as for another site.
+                hi, hi_site = n, "none"
+            elif not site:
                 prev, grow = n, False  # none of the module's sites: neither the same nor another
             elif site == last:
                 prev, grow = n, True
