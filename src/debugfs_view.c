@@ -2,7 +2,7 @@
 /*
  * The C half of the live registration view: /sys/kernel/debug/nv_peer_mem/registrations,
  * readable by root only (0400; debugfs itself is root-only on most distributions). The lines
- * come from registrations.rs.
+ * come from registrations_view.rs.
  */
 #include <linux/debugfs.h>
 #include <linux/ktime.h>

@@ -3,7 +3,7 @@
 //! Per-client counters, read-only under `/sys/module/nv_peer_mem/stats/<client>/`.
 //!
 //! Plain atomics, never a lock: the hot path pays one atomic add per event. The files are made
-//! by `sysfs.c`, which asks [`nvpm_stats_counter_name`] for their names and
+//! by `stats_sysfs.c`, which asks [`nvpm_stats_counter_name`] for their names and
 //! [`nvpm_stats_value`] for their values, so this enum is the only list of counters.
 
 use core::ffi::{c_char, c_int};
@@ -98,8 +98,7 @@ pub(crate) fn count_nvidia_error(kind: ClientKind, e: Error) {
         Counter::ErrNvidiaEinval
     } else if e == ENOMEM {
         Counter::ErrNvidiaEnomem
-    } else if e == crate::compat::eopnotsupp() || e.to_errno() == -524 {
-        // 524 is the kernel-internal ENOTSUPP that NVIDIA returns.
+    } else if e == crate::compat::eopnotsupp() || e == crate::compat::enotsupp() {
         Counter::ErrNvidiaEopnotsupp
     } else if e == EIO {
         Counter::ErrNvidiaEio
@@ -131,7 +130,7 @@ impl Drop for Held {
     }
 }
 
-/// The name of counter `index`, or NULL past the last one (called by `sysfs.c`).
+/// The name of counter `index`, or NULL past the last one (called by `stats_sysfs.c`).
 #[no_mangle]
 pub(crate) extern "C" fn nvpm_stats_counter_name(index: c_int) -> *const c_char {
     usize::try_from(index)
@@ -141,7 +140,7 @@ pub(crate) extern "C" fn nvpm_stats_counter_name(index: c_int) -> *const c_char 
 }
 
 /// The value of counter `index` of client `client` (0: invalidating, 1: persistent), 0 when
-/// out of range (called by `sysfs.c`).
+/// out of range (called by `stats_sysfs.c`).
 #[no_mangle]
 pub(crate) extern "C" fn nvpm_stats_value(client: c_int, index: c_int) -> u64 {
     let (Ok(client), Ok(index)) = (usize::try_from(client), usize::try_from(index)) else {
