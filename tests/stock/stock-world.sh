@@ -124,6 +124,23 @@ keep_tree() { # keep_tree RELEASE: a tree completed in this run, for the next
 	mkdir -p "$tree_cache"
 	cp -a "$t" "$c" && echo "$tree_key" >"$c.key"
 }
+# doc_figures RELEASE: the figures install.md gives a user to plan disk by, against this run's
+# tree: its size and the peak while it is completed, each within 25 % (times are never judged).
+doc_figures() {
+	local doc=$top/Documentation/install.md size peak want
+	size=$(du -sm "$root$root_trees/$1" | cut -f1)
+	want=$(grep -o 'rust-trees/<kernel release>` (about [0-9]* MB' "$doc" | grep -o '[0-9]*' | tail -n 1)
+	if [ -n "$want" ] && [ $((size * 4)) -ge $((want * 3)) ] && [ $((size * 4)) -le $((want * 5)) ]; then
+		result PASS doc-rust-tree-size
+		echo "  the completed Rust tree of $1 takes $size MB; install.md says about $want MB"
+	else result FAIL doc-rust-tree-size "the completed Rust tree of $1 takes $size MB; install.md says about ${want:-(no figure)} MB"; fi
+	peak=$(cat "$tree_cache/$1.peak" 2>/dev/null)
+	want=$(grep -o 'at its peak about [0-9]* MB' "$doc" | grep -o '[0-9]*' | tail -n 1)
+	if [ -n "$peak" ] && [ -n "$want" ] && [ $((peak * 4)) -ge $((want * 3)) ] && [ $((peak * 4)) -le $((want * 5)) ]; then
+		result PASS doc-rust-tree-peak
+		echo "  completing it took at its peak $peak MB in /var/cache/nv_peer_mem; install.md says about $want MB"
+	else result FAIL doc-rust-tree-peak "completing the tree of $1 took at its peak ${peak:-(never measured: NVPM_STOCK_FRESH_TREES=1 measures it)} MB; install.md says about ${want:-(no figure)} MB"; fi
+}
 # tree_origin RELEASE: what completed RELEASE's Rust tree, this run's DKMS build or an earlier run's
 tree_origin() {
 	local line
@@ -142,9 +159,24 @@ debs=("$packages"/deb/nvidia-peer-memory-dkms_*_all.deb "$packages"/deb/nvidia-p
 mkdir -p "$root/tmp/debs"
 cp "${debs[@]}" "$work"/doubles/*.deb "$root/tmp/debs/"
 seed_tree "$kver"
+# The disk the completion takes at its peak, sampled while it runs (only when this run completes
+# the tree: a tree kept from an earlier run brings the peak measured then, $tree_cache/R.peak).
+sampler=
+if ! [ -d "$root$root_trees/$kver" ]; then
+	(
+		peak=0
+		while ! [ -f "$work/peak.stop" ]; do
+			s=$(du -sm "$root/var/cache/nv_peer_mem" 2>/dev/null | cut -f1)
+			[ "${s:-0}" -le "$peak" ] || { peak=$s; echo "$peak" >"$work/peak"; }
+			sleep 2
+		done
+	) &
+	sampler=$!
+fi
 start=$SECONDS
 "$here/install-order.sh" "$root" PNO /tmp/debs "$work/apt-install.log" >"$work/order-PNO.out"
 rc=$?
+[ -z "$sampler" ] || { touch "$work/peak.stop"; wait "$sampler"; }
 took=$((SECONDS - start))
 cat "$work/apt-install.log" >>"$log"
 [ $rc = 0 ] || failed=1
@@ -179,6 +211,8 @@ if grep -q "^nv_peer_mem/$version, $kver, x86_64: installed" <<<"$status"; then
 	result PASS dkms-installed
 	echo "  the three apt-get installs with the DKMS builds for $kver took $took s; $(tree_origin "$kver")"
 	keep_tree "$kver"
+	[ ! -s "$work/peak" ] || cp "$work/peak" "$tree_cache/$kver.peak"
+	doc_figures "$kver"
 else
 	result FAIL dkms-installed "dkms status: '$status'; $(tail -n 3 "$root/var/lib/dkms/nv_peer_mem/$version/build/make.log" 2>/dev/null | paste -sd ' ')"
 fi
