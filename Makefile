@@ -44,7 +44,7 @@ SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
 
-.PHONY: all modules preflight prerequisites clean install install-service install-dkms-source uninstall check fullcheck stocktest vmtest racetest stress soak demo bench test-kernel
+.PHONY: all modules preflight prerequisites clean install install-service install-dkms-source uninstall check fullcheck stocktest vmtest racetest stress soak demo bench test-kernel diagrams
 
 all: modules
 
@@ -161,6 +161,11 @@ demo:
 # rewrites Documentation/performance.md's figures.
 bench:
 	tests/bench/run-bench.sh
+
+# The design's diagrams (Documentation/diagrams/*.dot) rendered beside their sources, after
+# the check that they match the code (tests/lint/diagrams.py; make check runs it too).
+diagrams:
+	python3 tests/lint/diagrams.py --render Documentation/diagrams
 
 test-kernel:
 	@tests/kernel/setup-host.sh && tests/kernel/build-kernel.sh

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The host checks, once a run, against the last kernel line's build (tests/vm/world.sh ran):
-# rustfmt, the import lint and its canary, the promise lint and its canary, preflight's messages,
+# rustfmt, the import lint and its canary, the promise lint and its canary, the diagrams' check
+# and its canary, preflight's messages,
 # nv-symvers.sh, make install and uninstall into a DESTDIR, shellcheck. Prints PASS/FAIL lines.
 set -uo pipefail
 NVPM_WORLD_REUSE=1 . "$(dirname "$0")/build-world.sh"
@@ -20,6 +21,12 @@ python3 "$top/tests/lint/imports.py" --self-test "$top/src"
 # (tests/lint/promises.py); and the check itself fails on ones planted in a copy of the docs.
 python3 "$top/tests/lint/promises.py" "$top"
 python3 "$top/tests/lint/promises.py" --self-test
+
+# The design's diagrams: the registration's lifecycle names every Phase variant, the ibv_reg_mr
+# path only calls src/ makes, and graphviz renders both (tests/lint/diagrams.py); the check
+# fails on a variant and a call planted in a copy (its --self-test).
+python3 "$top/tests/lint/diagrams.py" --render "$work/diagrams"
+python3 "$top/tests/lint/diagrams.py" --self-test
 
 preflight_case() { # preflight_case NAME EXPECTED-TEXT make-variables...
 	local name=$1 want=$2 out

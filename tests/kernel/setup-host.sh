@@ -8,6 +8,8 @@ APT_PKGS=(rustc-web rust-web-src rustfmt-web rust-web-clippy
 	clang-19 lld-19 llvm-19 libclang-19-dev
 	qemu-system-x86 busybox-static kmod shellcheck cpio bc bison flex libelf-dev libssl-dev
 	make gcc libc6-dev python3 xz-utils zstd rsync file)
+# graphviz renders the design's diagrams (tests/lint/diagrams.py, make diagrams).
+APT_PKGS+=(graphviz)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do
