@@ -112,6 +112,15 @@ pub(crate) enum PinKind {
 }
 
 /// NVIDIA's page table for a pinned GPU range.
+///
+/// # Invariants
+///
+/// - `raw` is a page table NVIDIA returned for `va` by the pin `kind` names, and this wrapper is
+///   its only owner: nothing else releases it.
+/// - The table is given up exactly once: by `put` followed by `released`, or by `free_revoked`
+///   (both consume the wrapper); dropping it otherwise is a bug and is logged as one.
+/// - NVIDIA may free the table behind it when the free callback runs (a revocable pin only): it
+///   is read only while the owner knows the callback cannot have returned.
 pub(crate) struct PageTable {
     raw: NonNull<RawPageTable>,
     va: u64,
@@ -158,6 +167,7 @@ impl PageTable {
     ) -> Result<Self> {
         // SAFETY: the caller guarantees the callback contract.
         let raw = unsafe { get_pages(va, len, Some(callback), data) }?;
+        // INVARIANT: `raw` is the table NVIDIA just returned for `va`, pinned with a callback.
         Ok(Self {
             raw,
             va,
@@ -185,6 +195,7 @@ impl PageTable {
             ),
             PersistentSupport::None => return Err(crate::compat::eopnotsupp()),
         };
+        // INVARIANT: `raw` is the table NVIDIA just returned for `va` by the pin `kind` names.
         Ok(Self { raw, va, kind })
     }
 
@@ -304,6 +315,13 @@ impl Drop for PageTable {
 }
 
 /// NVIDIA's DMA mapping of a page table for one peer PCI device.
+///
+/// # Invariants
+///
+/// - `raw` is the mapping NVIDIA returned for the page table it was made from and for `peer`,
+///   and this wrapper is its only owner.
+/// - It is released exactly once, by `unmap` (while its table is live) or `free_revoked` (after
+///   the free callback), each consuming the wrapper; it never outlives its page table's pin.
 pub(crate) struct DmaMapping {
     raw: NonNull<RawDmaMapping>,
     peer: *mut c_void,
@@ -326,6 +344,7 @@ impl DmaMapping {
         // SAFETY: `peer` is valid (caller), `table` is live, `raw` is a valid out-pointer.
         to_result(unsafe { nvidia_p2p_dma_map_pages(peer, table.as_ptr(), &mut raw) })?;
         let raw = NonNull::new(raw).ok_or(EIO)?;
+        // INVARIANT: `raw` is the mapping NVIDIA just made of `table` for `peer`.
         Ok(Self { raw, peer })
     }
 

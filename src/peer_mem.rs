@@ -185,6 +185,13 @@ pub(crate) fn invalidate(core_context: u64) -> bool {
 
 /// A client registered with ib_core; unregistered on drop (which waits until ib_core has
 /// released every registration the client backs).
+///
+/// # Invariants
+///
+/// `handle` is the handle ib_core returned for `client`, not yet unregistered; `client` is
+/// `'static`, so ib_core's pointer to it stays valid for as long as the handle does. When
+/// `invalidating`, ib_core's invalidate function and this handle are published for the free
+/// callback.
 pub(crate) struct Registration {
     handle: NonNull<c_void>,
     client: &'static PeerMemoryClientEx,
@@ -217,6 +224,8 @@ impl Registration {
             );
             EINVAL
         })?;
+        // INVARIANT: ib_core accepted `client` and returned `handle`; dropping `reg` on the
+        // error paths below unregisters it.
         let reg = Self {
             handle,
             client,

@@ -77,6 +77,17 @@ impl Phase {
 }
 
 /// The per-registration context.
+///
+/// # Invariants
+///
+/// - `[va, va + len)` is `[addr, addr + size)` widened to whole 64 KiB GPU pages, and is not
+///   empty.
+/// - `phase` owns everything of NVIDIA's the registration holds (see [`Phase`]): nothing else
+///   does, so a pin, a mapping or an sg list is released exactly once, by whoever moves the
+///   phase past it.
+/// - `id` is the context's index in the registry, which is how ib_core and NVIDIA's free
+///   callback find it; neither ever holds a pointer to it.
+/// - While the context exists the module stays loaded (`_module`).
 #[pin_data]
 pub(crate) struct Context {
     /// Our id for it: ib_core's `client_context` and the free callback's data.
@@ -132,6 +143,8 @@ pub(crate) fn current_tgid() -> c_int {
 impl Context {
     pub(crate) fn new(id: usize, addr: u64, size: u64, kind: ClientKind) -> Result<Arc<Self>> {
         let (va, len) = gpu_range(addr, size).ok_or(EINVAL)?;
+        // INVARIANT: `gpu_range` widened the range to whole GPU pages, or refused it; the phase
+        // starts with nothing held; the module reference is taken here.
         Arc::pin_init(
             pin_init!(Self {
                 id,

@@ -84,6 +84,12 @@ impl Iterator for Runs<'_> {
 }
 
 /// Our `sg_table` with one entry per run; the list is freed on drop.
+///
+/// # Invariants
+///
+/// `own` is an `sg_table` allocated by `nvpm_sg_alloc`, owned by this wrapper alone, with every
+/// entry filled with a run of DMA addresses; ib_core's table holds a copy of its header (so
+/// ib_core reads the same entries) until ib_core hands it back through `dma_unmap` or `release`.
 pub(crate) struct SgCopy {
     own: NonNull<c_void>,
 }
@@ -120,6 +126,9 @@ impl SgCopy {
         }
         // SAFETY: no requirement; NULL when out of memory.
         let table = unsafe { nvpm_sg_alloc(n) };
+        // INVARIANT: a table of `n` entries that only this wrapper owns; the loop below fills
+        // all `n` before the header is published to ib_core, and on any error the wrapper
+        // drops, freeing it.
         let own = Self {
             own: NonNull::new(table).ok_or(ENOMEM)?,
         };

@@ -20,6 +20,13 @@ extern "C" {
 
 /// Contexts by index, from 1 (`nvpm_slots_init`). Not `Sync`: the registry's mutex serializes
 /// every call, so no call can drop an entry's reference while another reads the entry.
+///
+/// # Invariants
+///
+/// - `xa` is an initialized XArray that allocates indices from 1; index 1 is reserved for good
+///   and never filled.
+/// - Every filled entry is a pointer from `Arc::into_raw` of a `Context`: the XArray holds that
+///   reference until the entry is taken out, which gives it back to an `Arc`.
 pub(crate) struct Slots {
     /// Boxed: the XArray's nodes point back to it.
     xa: Pin<KBox<Opaque<bindings::xarray>>>,
@@ -37,6 +44,7 @@ impl Slots {
     pub(crate) fn new() -> Result<Self> {
         // SAFETY: `xa` is valid for writes; it is initialized here, before any other use.
         let init = Opaque::ffi_init(|xa| unsafe { nvpm_slots_init(xa) });
+        // INVARIANT: initialized by `nvpm_slots_init`, empty; index 1 is reserved just below.
         let slots = Self {
             xa: KBox::pin_init(init, GFP_KERNEL)?,
         };
