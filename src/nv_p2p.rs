@@ -173,7 +173,11 @@ impl PageTable {
                 // SAFETY: `Api` means nvidia.ko exports the entry point (kept loaded by the
                 // module dependency); `raw` is a valid out-pointer.
                 to_result(unsafe {
-                    crate::glue::nvidia_get_pages_persistent(va, len, core::ptr::from_mut(&mut raw).cast())
+                    crate::glue::nvidia_get_pages_persistent(
+                        va,
+                        len,
+                        core::ptr::from_mut(&mut raw).cast(),
+                    )
                 })?;
                 (NonNull::new(raw).ok_or(EIO)?, PinKind::PersistentApi)
             }
