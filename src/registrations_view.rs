@@ -4,7 +4,7 @@
 //! by `debugfs_view.c`): one line per registration. It shows GPU virtual addresses, which are
 //! user-space addresses, and PCI addresses; never a kernel pointer.
 
-use core::ffi::{c_char, c_int, c_void};
+use core::ffi::{c_int, c_void};
 use core::fmt::Write;
 use kernel::prelude::*;
 use kernel::sync::Arc;

@@ -5,7 +5,7 @@
 
 use kernel::bindings;
 use kernel::error::to_result;
-use kernel::ffi::{c_int, c_ulong, c_void};
+use kernel::ffi::{c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
 use kernel::types::Opaque;
