@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The C/Rust boundary of nv_peer_mem: src/glue.h against the Rust declarations (issue 35).
 
 Checks, in SRC (default: the src/ beside this script's directory):
@@ -14,6 +13,10 @@ Checks, in SRC (default: the src/ beside this script's directory):
 Prints "PASS glue:declarations: ..." or one "FAIL glue:declarations: ..." line per problem;
 exits 1 on any failure. Run by `make modules` (where python3 is present) and by make check
 (tests/host-checks.sh, as tests/lint/glue.py).
+
+Run as `python3 scripts/glue-check.py`: no #! line and not executable, so that the packages
+shipping it in the DKMS source neither depend on python3 nor carry a script lintian and rpmlint
+would flag.
 
   glue-check.py [SRC]
   glue-check.py --self-test [SRC]   plants a changed argument type (in a copy of glue.rs) and a
