@@ -151,8 +151,11 @@ pub(crate) unsafe fn module_put() {
 /// Whether the module `name` is loaded (`/sys/module/<name>` exists).
 #[inline]
 pub(crate) fn module_loaded(name: &CStr) -> bool {
+    // The bytes with their NUL, not `CStr::as_ptr`, whose `c_char` is signed (the kernel's
+    // clippy forbids it; 6.12 has no `CStrExt::as_char_ptr`).
+    let name = name.to_bytes_with_nul().as_ptr().cast();
     // SAFETY: `name` is a NUL-terminated string that outlives the call; the helper only reads it.
-    unsafe { nvpm_module_loaded(name.as_ptr()) }
+    unsafe { nvpm_module_loaded(name) }
 }
 
 /// Monotonic nanoseconds.
