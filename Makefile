@@ -44,7 +44,7 @@ SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
 
-.PHONY: all modules preflight prerequisites clean install install-service install-dkms-source uninstall check fullcheck stocktest vmtest racetest stress soak demo bench test-kernel diagrams
+.PHONY: all modules preflight glue-check prerequisites clean install install-service install-dkms-source uninstall check fullcheck stocktest vmtest racetest stress soak demo bench test-kernel diagrams
 
 all: modules
 
@@ -64,12 +64,26 @@ prerequisites:
 # preflight to explain), are used as they are.
 RUST_TREE_NEEDED = $(and $(filter y,$(shell sed -n 's/^CONFIG_RUST=//p' $(KDIR)/.config 2>/dev/null)),$(if $(wildcard $(KDIR)/rust/libkernel.rmeta),,y))
 
+# The C/Rust boundary agrees before anything compiles: every prototype in src/glue.h against
+# its Rust declaration in src/glue.rs (or its #[no_mangle] definition), types mapped
+# (scripts/glue-check.py; make check runs it too, as tests/lint/glue.py). Skipped where there
+# is no python3: DKMS builds the module on machines that need not have python3, and the module
+# itself does not need it. (With a completed Rust tree, the inner make modules runs it.)
+GLUE_PYTHON := $(shell command -v python3 2>/dev/null)
+glue-check:
+ifneq ($(GLUE_PYTHON),)
+	@out=$$($(GLUE_PYTHON) scripts/glue-check.py src) || \
+		{ echo "$$out" | sed 's/^FAIL glue:declarations: /nv_peer_mem: glue: /' >&2; \
+		echo "nv_peer_mem: src/glue.h and src/glue.rs disagree (above): fix the one that is wrong" >&2; \
+		exit 1; }
+endif
+
 ifneq ($(RUST_TREE_NEEDED),)
 modules:
 	+@tree=$$(RUSTC='$(RUSTC)' scripts/rust-tree.sh '$(KDIR)') && \
 		$(MAKE) --no-print-directory modules KDIR="$$tree"
 else
-modules: preflight
+modules: preflight glue-check
 	+$(KMAKE) KBUILD_EXTRA_SYMBOLS="$(OFA_SYMVERS) $(NV_SYMVERS)" modules
 endif
 
@@ -101,6 +115,7 @@ install-dkms-source:
 	install -m 644 dkms.conf Makefile Kbuild $(DESTDIR)$(DKMS_SRC_DIR)/
 	install -m 644 src/* $(DESTDIR)$(DKMS_SRC_DIR)/src/
 	install -m 755 scripts/preflight.sh scripts/nv-symvers.sh scripts/rust-tree.sh scripts/dkms-follow.sh $(DESTDIR)$(DKMS_SRC_DIR)/scripts/
+	install -m 644 scripts/glue-check.py $(DESTDIR)$(DKMS_SRC_DIR)/scripts/
 
 uninstall:
 	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko \

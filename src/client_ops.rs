@@ -16,12 +16,6 @@ use crate::registration::{gpu_range, Context};
 use crate::registry::Registry;
 use crate::stats::{count, Counter};
 
-extern "C" {
-    // Pointers to `struct device` and `struct pci_dev`, opaque here.
-    fn nvpm_dev_to_pci(dev: *mut c_void) -> *mut c_void;
-    fn nvpm_user_errno(err: c_int) -> c_int;
-}
-
 /// The client an entry point serves.
 const fn kind<const PERSISTENT: bool>() -> ClientKind {
     if PERSISTENT {
@@ -80,8 +74,7 @@ fn lookup<const PERSISTENT: bool>(
 /// The errno ib_core passes on to `ibv_reg_mr`: kernel-internal ones (such as NVIDIA's
 /// ENOTSUPP, 524, "Unknown error 524" in user space) become ones user space can decode.
 fn errno(e: Error) -> c_int {
-    // SAFETY: a pure function of its argument.
-    unsafe { nvpm_user_errno(e.to_errno()) }
+    crate::glue::user_errno(e.to_errno())
 }
 
 fn acquire(
@@ -212,7 +205,7 @@ unsafe extern "C" fn dma_map<const PERSISTENT: bool>(
         return errno(EINVAL);
     };
     // SAFETY: ib_core passes its DMA device (or NULL, handled by the helper).
-    let peer = unsafe { nvpm_dev_to_pci(dma_device) };
+    let peer = unsafe { crate::glue::dev_to_pci(dma_device) };
     if peer.is_null() || sg_head.is_null() || nmap.is_null() {
         pr_err!(
             "dma_map {:#x} (+{:#x}): the DMA device is not a PCI device\n",

@@ -5,16 +5,9 @@
  * come from registrations_view.rs.
  */
 #include <linux/debugfs.h>
-#include <linux/ktime.h>
-#include <linux/pci.h>
 #include <linux/seq_file.h>
 
-int nvpm_registrations_show(struct seq_file *m);
-void nvpm_seq_write(struct seq_file *m, const char *buf, size_t len);
-void nvpm_debugfs_create(void);
-void nvpm_debugfs_destroy(void);
-u32 nvpm_pci_bdf(struct pci_dev *pdev);
-u64 nvpm_now_ns(void);
+#include "glue.h"
 
 static struct dentry *nvpm_debugfs_dir;
 
@@ -65,16 +58,4 @@ void nvpm_debugfs_destroy(void)
 {
 	debugfs_remove(nvpm_debugfs_dir);
 	nvpm_debugfs_dir = NULL;
-}
-
-/* Domain, bus and devfn packed as DDDDBBFF (PCI domains on these systems fit 16 bits). */
-u32 nvpm_pci_bdf(struct pci_dev *pdev)
-{
-	return (u32)(pci_domain_nr(pdev->bus) & 0xffff) << 16 | (u32)pdev->bus->number << 8 |
-	       pdev->devfn;
-}
-
-u64 nvpm_now_ns(void)
-{
-	return ktime_get_ns();
 }

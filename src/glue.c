@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The C half of nv_peer_mem: module parameters (visible and, for enable_dbg, writable under
- * /sys/module/nv_peer_mem/parameters/, on every kernel line) and two inline kernel helpers the
- * Rust crate cannot reach through bindings.
+ * /sys/module/nv_peer_mem/parameters/, on every kernel line) and the kernel helpers the Rust
+ * crate cannot reach through bindings (inline functions and macros). Prototypes: glue.h; Rust
+ * calls them through src/glue.rs.
  */
 #include <linux/errno.h>
 #include <linux/kernel.h>
+#include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/namei.h>
@@ -15,33 +17,7 @@
 #include <linux/slab.h>
 #include <linux/xarray.h>
 
-int nvpm_param_enable_dbg(void);
-int nvpm_param_peerdirect_support(void);
-int nvpm_param_persistent_api_support(void);
-int nvpm_param_probe_then_pin(void);
-int nvpm_param_coalesce_sg(void);
-struct pci_dev *nvpm_dev_to_pci(struct device *dev);
-void nvpm_module_get(void);
-void nvpm_module_put(void);
-bool nvpm_module_loaded(const char *name);
-bool nvpm_nvidia_has_persistent_api(void);
-int nvpm_nvidia_get_pages_persistent(u64 va, u64 len, void **page_table);
-int nvpm_nvidia_put_pages_persistent(u64 va, void *page_table);
-bool nvpm_nvidia_has_cap_persistent_pages(void);
-struct sg_table *nvpm_sg_alloc(unsigned int n);
-struct scatterlist *nvpm_sg_first(struct sg_table *own);
-struct scatterlist *nvpm_sg_set(struct scatterlist *sg, u64 dma, unsigned int len);
-void nvpm_sg_publish(struct sg_table *core_sgt, const struct sg_table *own);
-void nvpm_sg_destroy(struct sg_table *own);
-unsigned int nvpm_sg_nents(const struct sg_table *own);
-size_t nvpm_sg_bytes(const struct sg_table *own);
-size_t nvpm_alloc_bytes(size_t size);
-int nvpm_current_tgid(void);
-int nvpm_user_errno(int err);
-void nvpm_slots_init(struct xarray *xa);
-int nvpm_slots_reserve(struct xarray *xa, u32 *index);
-void *nvpm_slots_find(struct xarray *xa, unsigned long *index);
-size_t nvpm_slots_entry_bytes(void);
+#include "glue.h"
 
 /*
  * Shown by modinfo and in /sys/module/nv_peer_mem/version (the service's status reads it); the
@@ -141,6 +117,19 @@ int nvpm_param_persistent_api_support(void)
 struct pci_dev *nvpm_dev_to_pci(struct device *dev)
 {
 	return dev && dev_is_pci(dev) ? to_pci_dev(dev) : NULL;
+}
+
+/* Domain, bus and devfn packed as DDDDBBFF (PCI domains on these systems fit 16 bits). */
+u32 nvpm_pci_bdf(struct pci_dev *pdev)
+{
+	return (u32)(pci_domain_nr(pdev->bus) & 0xffff) << 16 | (u32)pdev->bus->number << 8 |
+	       pdev->devfn;
+}
+
+/* Monotonic nanoseconds (a registration's age in the debugfs view). */
+u64 nvpm_now_ns(void)
+{
+	return ktime_get_ns();
 }
 
 /*

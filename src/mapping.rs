@@ -12,11 +12,6 @@ use crate::registration::{Context, Mapping, Phase};
 use crate::sg::SgCopy;
 use crate::stats::{count, Counter};
 
-extern "C" {
-    // A `struct pci_dev *`, opaque here.
-    fn nvpm_pci_bdf(pdev: *mut c_void) -> u32;
-}
-
 impl Context {
     /// Maps the pinned pages for `peer` and gives ib_core's `core_sgt` the sg list (ib_core's
     /// `dma_map`). Returns the number of entries.
@@ -86,7 +81,7 @@ impl Context {
                     dma,
                     sg,
                     // SAFETY: `peer` is a valid PCI device (caller).
-                    nic: unsafe { nvpm_pci_bdf(peer) },
+                    nic: unsafe { crate::glue::pci_bdf(peer) },
                 }),
                 Err(e) => {
                     dma.unmap(&pin.table);

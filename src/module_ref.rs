@@ -2,11 +2,6 @@
 
 //! References on this module held by live registration contexts.
 
-extern "C" {
-    fn nvpm_module_get();
-    fn nvpm_module_put();
-}
-
 /// One reference on this module, dropped with its owner.
 ///
 /// Every [`crate::registration::Context`] holds one, so `rmmod` fails with EBUSY not only while
@@ -17,8 +12,7 @@ pub(crate) struct ModuleRef(());
 impl ModuleRef {
     /// Takes a reference (the module is live: we are running its code).
     pub(crate) fn take() -> Self {
-        // SAFETY: takes a reference on this module, which is loaded.
-        unsafe { nvpm_module_get() };
+        crate::glue::module_get();
         Self(())
     }
 }
@@ -26,6 +20,6 @@ impl ModuleRef {
 impl Drop for ModuleRef {
     fn drop(&mut self) {
         // SAFETY: balances the reference taken in `take`.
-        unsafe { nvpm_module_put() };
+        unsafe { crate::glue::module_put() };
     }
 }

@@ -183,7 +183,11 @@ impl PageTable {
                 // SAFETY: `Api` means nvidia.ko exports the entry point (kept loaded by the
                 // module dependency); `raw` is a valid out-pointer.
                 to_result(unsafe {
-                    nvpm_nvidia_get_pages_persistent(va, len, core::ptr::from_mut(&mut raw).cast())
+                    crate::glue::nvidia_get_pages_persistent(
+                        va,
+                        len,
+                        core::ptr::from_mut(&mut raw).cast(),
+                    )
                 })?;
                 (NonNull::new(raw).ok_or(EIO)?, PinKind::PersistentApi)
             }
@@ -273,7 +277,9 @@ impl PageTable {
                 PinKind::Revocable | PinKind::PersistentNullCallback => {
                     nvidia_p2p_put_pages(0, 0, self.va, raw)
                 }
-                PinKind::PersistentApi => nvpm_nvidia_put_pages_persistent(self.va, raw.cast()),
+                PinKind::PersistentApi => {
+                    crate::glue::nvidia_put_pages_persistent(self.va, raw.cast())
+                }
             }
         })
     }
@@ -414,14 +420,6 @@ impl Drop for DmaMapping {
     }
 }
 
-extern "C" {
-    // nvidia.ko's optional symbols, weak references in glue.c (NULL when absent).
-    fn nvpm_nvidia_has_persistent_api() -> bool;
-    fn nvpm_nvidia_has_cap_persistent_pages() -> bool;
-    fn nvpm_nvidia_get_pages_persistent(va: u64, len: u64, page_table: *mut *mut c_void) -> c_int;
-    fn nvpm_nvidia_put_pages_persistent(va: u64, page_table: *mut c_void) -> c_int;
-}
-
 /// What nvidia.ko offers for pins without a free callback.
 pub(crate) enum PersistentSupport {
     /// `*_persistent` entry points (R535 and later).
@@ -434,13 +432,8 @@ pub(crate) enum PersistentSupport {
 
 impl PersistentSupport {
     pub(crate) fn probe() -> Self {
-        // SAFETY: the helpers only test the addresses of weak symbol references.
-        let (api, cap) = unsafe {
-            (
-                nvpm_nvidia_has_persistent_api(),
-                nvpm_nvidia_has_cap_persistent_pages(),
-            )
-        };
+        let api = crate::glue::nvidia_has_persistent_api();
+        let cap = crate::glue::nvidia_has_cap_persistent_pages();
         if api {
             Self::Api
         } else if cap {

@@ -11,6 +11,7 @@ mod clients;
 mod compat;
 mod context;
 mod globals;
+mod glue;
 mod mapping;
 mod module_ref;
 mod nv_p2p;

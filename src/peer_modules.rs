@@ -2,18 +2,13 @@
 
 //! The other peer client modules nv_peer_mem must not run beside.
 
+use core::ffi::CStr;
 use kernel::error::code::EBUSY;
 use kernel::prelude::*;
 
-extern "C" {
-    /// `name`: the bytes of a NUL-terminated module name (the kernel builds with
-    /// `-funsigned-char`, so they are the C string's `char`s).
-    fn nvpm_module_loaded(name: *const u8) -> bool;
-}
-
 /// NVIDIA's own peer client module (the driver's `nvidia-peermem`), which registers a
 /// PeerDirect client named "nv_mem" with ib_core, as nv_peer_mem does.
-const NVIDIA_PEERMEM: &[u8] = b"nvidia_peermem\0";
+const NVIDIA_PEERMEM: &CStr = c"nvidia_peermem";
 
 /// Refuses the load while nvidia_peermem is loaded.
 ///
@@ -23,9 +18,7 @@ const NVIDIA_PEERMEM: &[u8] = b"nvidia_peermem\0";
 /// loaded after nv_peer_mem) is outside this module's reach: the service and the doctor report
 /// it.
 pub(crate) fn refuse_beside_nvidia_peermem() -> Result {
-    // SAFETY: `NVIDIA_PEERMEM` is a NUL-terminated string with a static lifetime; the C side
-    // only reads it.
-    if unsafe { nvpm_module_loaded(NVIDIA_PEERMEM.as_ptr()) } {
+    if crate::glue::module_loaded(NVIDIA_PEERMEM) {
         pr_err!("nvidia_peermem is loaded and registers nv_mem with ib_core too: not loading beside it (EBUSY); unload it first (rmmod nvidia_peermem), or keep it and leave nv_peer_mem out\n");
         return Err(EBUSY);
     }

@@ -120,24 +120,10 @@ pub(crate) fn gpu_range(addr: u64, size: u64) -> Option<(u64, u64)> {
     Some((va, end - va))
 }
 
-extern "C" {
-    fn nvpm_now_ns() -> u64;
-}
-
-/// Monotonic nanoseconds.
-pub(crate) fn now_ns() -> u64 {
-    // SAFETY: reads the clock; no requirement.
-    unsafe { nvpm_now_ns() }
-}
-
-extern "C" {
-    fn nvpm_current_tgid() -> c_int;
-}
-
 /// The calling process (`current->tgid`): NVIDIA finds GPU memory, and pins, by it.
+#[inline]
 pub(crate) fn current_tgid() -> c_int {
-    // SAFETY: reads `current->tgid`; no requirement.
-    unsafe { nvpm_current_tgid() }
+    crate::glue::current_tgid()
 }
 
 impl Context {
@@ -153,7 +139,7 @@ impl Context {
                 va,
                 len,
                 kind,
-                created_ns: now_ns(),
+                created_ns: crate::glue::now_ns(),
                 phase <- new_mutex!(Phase::Acquired),
                 held_for: AtomicU8::new(0),
                 _module: ModuleRef::take(),

@@ -4,23 +4,14 @@
 //! by `debugfs_view.c`): one line per registration. It shows GPU virtual addresses, which are
 //! user-space addresses, and PCI addresses; never a kernel pointer.
 
-use core::ffi::{c_char, c_int, c_void};
+use core::ffi::{c_int, c_void};
 use core::fmt::Write;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
 use crate::client_kind::ClientKind;
 use crate::globals::globals;
-use crate::registration::{now_ns, Context, Phase};
-
-extern "C" {
-    // A `struct seq_file *`, opaque here.
-    fn nvpm_seq_write(m: *mut c_void, buf: *const c_char, len: usize);
-    fn nvpm_debugfs_create();
-    fn nvpm_debugfs_destroy();
-    fn nvpm_alloc_bytes(size: usize) -> usize;
-    fn nvpm_slots_entry_bytes() -> usize;
-}
+use crate::registration::{Context, Phase};
 
 /// Writes into the seq_file being shown.
 struct SeqWriter(*mut c_void);
@@ -29,7 +20,7 @@ impl Write for SeqWriter {
     fn write_str(&mut self, s: &str) -> core::fmt::Result {
         // SAFETY: `self.0` is the seq_file of the `show` call in progress; `s` is valid for
         // `s.len()` bytes, which seq_write copies.
-        unsafe { nvpm_seq_write(self.0, s.as_ptr().cast(), s.len()) };
+        unsafe { crate::glue::seq_write(self.0, s.as_bytes()) };
         Ok(())
     }
 }
@@ -62,7 +53,7 @@ impl core::fmt::Display for Bdf {
 
 fn show(w: &mut SeqWriter, contexts: &[Arc<Context>], persistent_only: bool) -> core::fmt::Result {
     writeln!(w, "id client range size phase nic sg_entries age_ms bytes")?;
-    let now = now_ns();
+    let now = crate::glue::now_ns();
     for ctx in contexts.iter() {
         let (phase, nic, entries, bytes) = {
             let phase = ctx.phase.lock();
@@ -99,14 +90,12 @@ fn show(w: &mut SeqWriter, contexts: &[Arc<Context>], persistent_only: bool) -> 
 
 /// A registry slot's share of its XArray node, which holds 64 (`registry.rs`).
 fn slot_bytes() -> usize {
-    // SAFETY: no requirement.
-    unsafe { nvpm_slots_entry_bytes() }
+    crate::glue::slots_entry_bytes()
 }
 
 /// Bytes the allocator gives for an allocation of `size` (its kmalloc size class).
 fn alloc_bytes(size: usize) -> usize {
-    // SAFETY: a pure function of its argument.
-    unsafe { nvpm_alloc_bytes(size) }
+    crate::glue::alloc_bytes(size)
 }
 
 impl Context {
@@ -157,7 +146,7 @@ impl View {
     /// Creates the file; failures are not errors (debugfs may be off).
     pub(crate) fn create() -> Self {
         // SAFETY: called once from module init, after the registry exists.
-        unsafe { nvpm_debugfs_create() };
+        unsafe { crate::glue::debugfs_create() };
         Self(())
     }
 }
@@ -165,6 +154,6 @@ impl View {
 impl Drop for View {
     fn drop(&mut self) {
         // SAFETY: removes what `create` made and waits for readers in flight.
-        unsafe { nvpm_debugfs_destroy() };
+        unsafe { crate::glue::debugfs_destroy() };
     }
 }

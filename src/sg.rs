@@ -24,17 +24,6 @@ struct SgRun {
     len: u32,
 }
 
-extern "C" {
-    // `struct sg_table *` and `struct scatterlist *`, opaque here.
-    fn nvpm_sg_alloc(n: c_uint) -> *mut c_void;
-    fn nvpm_sg_first(own: *mut c_void) -> *mut c_void;
-    fn nvpm_sg_set(sg: *mut c_void, dma: u64, len: c_uint) -> *mut c_void;
-    fn nvpm_sg_publish(core_sgt: *mut c_void, own: *const c_void);
-    fn nvpm_sg_destroy(own: *mut c_void);
-    fn nvpm_sg_nents(own: *const c_void) -> c_uint;
-    fn nvpm_sg_bytes(own: *const c_void) -> usize;
-}
-
 /// The entries of a list of DMA addresses, in order: `chunk` bytes each, one per address, or
 /// with `coalesce` one per run of contiguous addresses, each run at most `u32::MAX` rounded
 /// down to `chunk`.
@@ -124,8 +113,7 @@ impl SgCopy {
         if n == 0 {
             return Err(EINVAL);
         }
-        // SAFETY: no requirement; NULL when out of memory.
-        let table = unsafe { nvpm_sg_alloc(n) };
+        let table = crate::glue::sg_alloc(n);
         // INVARIANT: a table of `n` entries that only this wrapper owns; the loop below fills
         // all `n` before the header is published to ib_core, and on any error the wrapper
         // drops, freeing it.
@@ -134,29 +122,29 @@ impl SgCopy {
         };
         // SAFETY: `own` is a table of `n` entries, which the loop fills in order: `Runs` yields
         // exactly `n` of them, the count above (and stops at the end of the list regardless).
-        let mut sg = unsafe { nvpm_sg_first(own.own.as_ptr()) };
+        let mut sg = unsafe { crate::glue::sg_first(own.own.as_ptr()) };
         for run in Runs::new(addrs, chunk, coalesce) {
             if sg.is_null() {
                 return Err(EINVAL);
             }
             // SAFETY: `sg` is the next unfilled entry of `own` (see above).
-            sg = unsafe { nvpm_sg_set(sg, run.dma, run.len) };
+            sg = unsafe { crate::glue::sg_set(sg, run.dma, run.len) };
         }
         // SAFETY: `core_sgt` is valid (caller); `own` is a filled table.
-        unsafe { nvpm_sg_publish(core_sgt, own.own.as_ptr()) };
+        unsafe { crate::glue::sg_publish(core_sgt, own.own.as_ptr()) };
         Ok(own)
     }
 
     pub(crate) fn nents(&self) -> c_int {
         // SAFETY: `own` is valid while `self` lives.
-        let n = unsafe { nvpm_sg_nents(self.own.as_ptr()) };
+        let n = unsafe { crate::glue::sg_nents(self.own.as_ptr()) };
         c_int::try_from(n).unwrap_or(c_int::MAX)
     }
 
     /// Bytes the allocator gave for the table and its entries.
     pub(crate) fn bytes(&self) -> usize {
         // SAFETY: `own` is valid while `self` lives.
-        unsafe { nvpm_sg_bytes(self.own.as_ptr()) }
+        unsafe { crate::glue::sg_bytes(self.own.as_ptr()) }
     }
 }
 
@@ -164,7 +152,7 @@ impl Drop for SgCopy {
     fn drop(&mut self) {
         // SAFETY: we created the table and nobody uses the list any more (ib_core has unmapped,
         // been invalidated, or failed the registration).
-        unsafe { nvpm_sg_destroy(self.own.as_ptr()) };
+        unsafe { crate::glue::sg_destroy(self.own.as_ptr()) };
     }
 }
 

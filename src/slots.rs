@@ -5,18 +5,12 @@
 
 use kernel::bindings;
 use kernel::error::to_result;
-use kernel::ffi::{c_int, c_ulong, c_void};
+use kernel::ffi::{c_ulong, c_void};
 use kernel::prelude::*;
 use kernel::sync::{Arc, ArcBorrow};
 use kernel::types::Opaque;
 
 use crate::registration::Context;
-
-extern "C" {
-    fn nvpm_slots_init(xa: *mut bindings::xarray);
-    fn nvpm_slots_reserve(xa: *mut bindings::xarray, index: *mut u32) -> c_int;
-    fn nvpm_slots_find(xa: *mut bindings::xarray, index: *mut c_ulong) -> *mut c_void;
-}
 
 /// Contexts by index, from 1 (`nvpm_slots_init`). Not `Sync`: the registry's mutex serializes
 /// every call, so no call can drop an entry's reference while another reads the entry.
@@ -43,7 +37,7 @@ impl Slots {
     /// node for a lone registration and free it through RCU when it goes).
     pub(crate) fn new() -> Result<Self> {
         // SAFETY: `xa` is valid for writes; it is initialized here, before any other use.
-        let init = Opaque::ffi_init(|xa| unsafe { nvpm_slots_init(xa) });
+        let init = Opaque::ffi_init(|xa| unsafe { crate::glue::slots_init(xa) });
         // INVARIANT: initialized by `nvpm_slots_init`, empty; index 1 is reserved just below.
         let slots = Self {
             xa: KBox::pin_init(init, GFP_KERNEL)?,
@@ -58,7 +52,7 @@ impl Slots {
     pub(crate) fn reserve(&self) -> Result<u32> {
         let mut index = 0;
         // SAFETY: `xa` was initialized in `new`; `index` is valid for writes.
-        to_result(unsafe { nvpm_slots_reserve(self.xa.get(), &mut index) })?;
+        to_result(unsafe { crate::glue::slots_reserve(self.xa.get(), &mut index) })?;
         Ok(index)
     }
 
@@ -106,7 +100,7 @@ impl Slots {
     pub(crate) fn next(&self, index: &mut usize) -> Option<Arc<Context>> {
         let mut at: c_ulong = *index;
         // SAFETY: `xa` was initialized; `at` is valid for reads and writes.
-        let entry = unsafe { nvpm_slots_find(self.xa.get(), &mut at) };
+        let entry = unsafe { crate::glue::slots_find(self.xa.get(), &mut at) };
         *index = at;
         // SAFETY: as in `get`.
         unsafe { Self::clone_entry(entry) }

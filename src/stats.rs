@@ -152,19 +152,13 @@ pub(crate) extern "C" fn nvpm_stats_value(client: c_int, index: c_int) -> u64 {
         .map_or(0, |v| v.load(Ordering::Relaxed))
 }
 
-extern "C" {
-    fn nvpm_sysfs_stats_create() -> c_int;
-    fn nvpm_sysfs_stats_add_client(client: c_int, name: *const c_char) -> c_int;
-    fn nvpm_sysfs_stats_destroy();
-}
-
 /// The `stats` directory; removed on drop.
 pub(crate) struct StatsDir(());
 
 impl StatsDir {
     pub(crate) fn create() -> Result<Self> {
         // SAFETY: called once from module init; undone by `Drop`.
-        kernel::error::to_result(unsafe { nvpm_sysfs_stats_create() })?;
+        kernel::error::to_result(unsafe { crate::glue::sysfs_stats_create() })?;
         Ok(Self(()))
     }
 
@@ -172,7 +166,7 @@ impl StatsDir {
     pub(crate) fn add_client(&self, kind: ClientKind, client: &PeerMemoryClientEx) -> Result {
         // SAFETY: the directory exists (`self`); the name is NUL-terminated and copied by sysfs.
         kernel::error::to_result(unsafe {
-            nvpm_sysfs_stats_add_client(client_index(kind) as c_int, client.name_ptr())
+            crate::glue::sysfs_stats_add_client(client_index(kind) as c_int, client.name_ptr())
         })
     }
 }
@@ -181,6 +175,6 @@ impl Drop for StatsDir {
     fn drop(&mut self) {
         // SAFETY: removes what `create` and `add_client` made; no reader outlives it (kernfs
         // drains active readers).
-        unsafe { nvpm_sysfs_stats_destroy() };
+        unsafe { crate::glue::sysfs_stats_destroy() };
     }
 }

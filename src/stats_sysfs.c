@@ -8,11 +8,7 @@
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
-const char *nvpm_stats_counter_name(int index);
-u64 nvpm_stats_value(int client, int index);
-int nvpm_sysfs_stats_create(void);
-int nvpm_sysfs_stats_add_client(int client, const char *name);
-void nvpm_sysfs_stats_destroy(void);
+#include "glue.h"
 
 #define NVPM_CLIENTS 2
 

@@ -1,8 +1,8 @@
 #!/bin/bash
 # The host checks, once a run, against the last kernel line's build (tests/vm/world.sh ran):
-# rustfmt, the import lint and its canary, the promise lint and its canary, the diagrams' check
-# and its canary, preflight's messages,
-# nv-symvers.sh, make install and uninstall into a DESTDIR, shellcheck. Prints PASS/FAIL lines.
+# rustfmt, the import lint and its canary, the glue lint and its canary, the promise lint and
+# its canary, the diagrams' check and its canary, preflight's messages, nv-symvers.sh,
+# make install and uninstall into a DESTDIR, shellcheck. Prints PASS/FAIL lines.
 set -uo pipefail
 NVPM_WORLD_REUSE=1 . "$(dirname "$0")/build-world.sh"
 result() { # result PASS|FAIL name [detail]
@@ -16,6 +16,27 @@ else result FAIL rustfmt "$(echo "$out" | head -20)"; fi
 # each kind of import planted in a copy of src/ (its --self-test).
 python3 "$top/tests/lint/imports.py" "$top/src"
 python3 "$top/tests/lint/imports.py" --self-test "$top/src"
+
+# The C/Rust boundary: every prototype in src/glue.h agrees with its Rust declaration in
+# src/glue.rs or its #[no_mangle] definition (tests/lint/glue.py, which make modules runs too);
+# and the check fails on a changed argument type and a dropped prototype planted in copies.
+python3 "$top/tests/lint/glue.py" "$top/src"
+python3 "$top/tests/lint/glue.py" --self-test "$top/src"
+# make modules refuses a source whose glue.h and glue.rs disagree, before it compiles anything:
+# a copy of the module source with one argument type changed in glue.rs.
+glue_copy=$work/glue-mismatch
+rm -rf "$glue_copy"
+mkdir -p "$glue_copy"
+cp -r "$top/Makefile" "$top/Kbuild" "$top/src" "$top/scripts" "$glue_copy/"
+sed -i 's/\(fn nvpm_sg_set(sg: \*mut c_void, dma: u64, len: \)c_uint/\1u64/' "$glue_copy/src/glue.rs"
+if ! grep -q 'len: u64) -> \*mut c_void;' "$glue_copy/src/glue.rs"; then
+	result FAIL glue:make-modules-refuses "could not plant the mismatch in $glue_copy/src/glue.rs"
+elif out=$(module_make "$glue_copy" modules 2>&1); then
+	result FAIL glue:make-modules-refuses "make modules built a module despite the planted mismatch"
+elif grep -q 'nv_peer_mem: glue: nvpm_sg_set: argument 3 is u64 in glue.rs, c_uint in glue.h' <<<"$out" &&
+	grep -q 'src/glue.h and src/glue.rs disagree' <<<"$out" && ! grep -q 'CC \[M\]\|RUSTC' <<<"$out"; then
+	result PASS glue:make-modules-refuses
+else result FAIL glue:make-modules-refuses "$(echo "$out" | tail -5)"; fi
 
 # Every errno, errno mapping, log line and counter the docs promise has a test that names it
 # (tests/lint/promises.py); and the check itself fails on ones planted in a copy of the docs.

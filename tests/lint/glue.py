@@ -1,0 +1,1 @@
+../../scripts/glue-check.py
