@@ -78,7 +78,7 @@ out=$("${R[@]}" -Uvh "$ours" 2>&1)
 rc=$?
 echo "$out" >>"$log"
 took=$((SECONDS - start))
-q=$("${R[@]}" -q nvidia_peer_memory 2>&1 | paste -sd ' ')
+q=$(rpm --root "$root" -q nvidia_peer_memory 2>&1 | paste -sd ' ')
 bad=()
 [ $rc = 0 ] || bad+=("rpm -U exit $rc: $(grep -m1 -i 'error\|warning' <<<"$out")")
 [ "$q" = "nvidia_peer_memory-$version-1.noarch" ] || bad+=("rpm -q: $q")

@@ -119,8 +119,9 @@ else fatal old-installed "apt exit $rc; dkms status '$(paste -sd ';' <<<"$st")';
 unstage old
 
 # --- what every upgrade must leave --------------------------------------------------------
-# only_ours ROOT: "" when DKMS knows nv_peer_mem only as <ours>, installed on every kernel with
-# Rust and headers, and no 1.3 module file is left; else what is wrong
+# only_ours ROOT [KEEP-SRC]: "" when DKMS knows nv_peer_mem only as <ours>, installed on every
+# kernel with Rust and headers, and no 1.3 module file (nor, without KEEP-SRC, 1.3's source) is
+# left; else what is wrong
 only_ours() {
 	local root=$1 st k
 	local -a wrong=()
@@ -131,7 +132,7 @@ only_ours() {
 		grep -qx "nv_peer_mem/$version, $k, x86_64: installed" <<<"$st" || wrong+=("not installed for $k")
 	done
 	[ -z "$(ls "$root"/lib/modules/*/updates/nv_peer_mem.ko* 2>/dev/null)" ] || wrong+=("1.3's updates/nv_peer_mem.ko left")
-	[ ! -e "$root/usr/src/nv_peer_mem-1.3" ] || wrong+=("/usr/src/nv_peer_mem-1.3 left")
+	[ -n "${2:-}" ] || [ ! -e "$root/usr/src/nv_peer_mem-1.3" ] || wrong+=("/usr/src/nv_peer_mem-1.3 left")
 	(IFS=';'; echo "${wrong[*]}")
 }
 # configured ROOT: "" when both packages are ours and configured and dpkg --audit is empty
@@ -150,12 +151,12 @@ printf '# nv_peer_mem 1.3 (test double): load the module at boot\n# edited: keep
 	>"$r$CONF"
 edited=$(sha256sum <"$r$CONF")
 start=$SECONDS
-apt_in main upgrade "${ours[@]}"
+apt_in main upgrade-apt "${ours[@]}"
 rc=$?
 took=$((SECONDS - start))
 bad=$(configured "$r")
 if [ $rc = 0 ] && [ -z "$bad" ]; then result PASS apt-exits-0
-else result FAIL apt-exits-0 "apt-get install exit $rc; ${bad:-}; see $work/upgrade.log"; fi
+else result FAIL apt-exits-0 "apt-get install exit $rc; ${bad:-}; see $work/upgrade-apt.log"; fi
 echo "  apt-get install of the two debs over 1.3 (DKMS removing 1.3, building $version): $took s"
 bad=$(only_ours "$r")
 if [ -z "$bad" ]; then result PASS dkms-only-ours
@@ -217,7 +218,8 @@ umount "$r" 2>/dev/null
 
 # --- bad input: a garbage 1.3 configuration file --------------------------------------------
 # The administrator's file is kept byte for byte, apt exits 0, and the service names the file
-# and what it accepts in one line when it reads it.
+# and what it accepts in one line at boot (PREVLEVEL=N: as sysvinit starts it; the unit's
+# ExecCondition runs the same check).
 stage broken old
 r=$work/broken/root
 printf 'ONBOOT=yes please {{\n]] %%%% $(false)\n\001\002 not a setting\n' >"$r$CONF"
@@ -226,7 +228,7 @@ apt_in broken broken-conffile "${ours[@]}"
 rc=$?
 bad=$(configured "$r")
 more=$(only_ours "$r")
-said=$(in_chroot "$r" /usr/libexec/nv_peer_mem/nv_peer_mem-service onboot-check 2>&1)
+said=$(in_chroot "$r" env PREVLEVEL=N /usr/libexec/nv_peer_mem/nv_peer_mem-service onboot-check 2>&1)
 orc=$?
 want="nv_peer_mem: ONBOOT=yes please {{ in $CONF is not valid; use ONBOOT=yes or ONBOOT=no"
 if [ $rc = 0 ] && [ -z "$bad$more" ] && [ "$(sha256sum <"$r$CONF")" = "$garbage" ] &&
@@ -256,8 +258,53 @@ if [ $rc1 != 0 ] && [ "$s1" = "iF " ] && [ $rc = 0 ] && [ -z "$bad$more" ] &&
 	echo "  1.3 left $s1(apt exit $rc1, dkms '$st1'); the upgrade: apt exit $rc, ONBOOT=no kept;" \
 		"$(grep -m1 '^nv_peer_mem: removed' "$work/half-upgrade.log" || echo "1.3's own prerm removed its DKMS module")"
 else result FAIL half-configured "1.3: apt exit $rc1, state '$s1'; upgrade: apt exit $rc; ${bad:-}${more:+; $more}; ONBOOT: $(grep ONBOOT "$r$CONF" | paste -sd ' ')"; fi
+# --- going back: 1.3 over ours (Documentation/install.md's downgrade), in the same copy -------
+# dpkg asks about nv_peer_mem.conf (the administrator's, ours recorded): --force-confold keeps it.
+apt_in half downgrade --allow-downgrades -o Dpkg::Options::=--force-confold \
+	/tmp/debs/nvidia-peer-memory_1.3-0_all.deb /tmp/debs/nvidia-peer-memory-dkms_1.3-0_all.deb
+rc=$?
+st=$(in_chroot "$r" dkms status -m nv_peer_mem 2>&1)
+s=$(in_chroot "$r" dpkg-query -W -f='${db:Status-Abbrev}${Version} ' nvidia-peer-memory nvidia-peer-memory-dkms)
+why=()
+[ $rc = 0 ] || why+=("apt exit $rc")
+[ "$s" = "ii 1.3-0 ii 1.3-0 " ] || why+=("dpkg says '$s'")
+[ "$st" = "nv_peer_mem/1.3, $kver, x86_64: installed" ] || why+=("dkms status '$(paste -sd ';' <<<"$st")'")
+[ "$(grep -v '^#' "$r$CONF")" = ONBOOT=no ] || why+=("ONBOOT=no not kept")
+[ -e "$r/etc/init/nv_peer_mem.conf" ] || why+=("no upstart job")
+[ ! -e "$r/lib/systemd/system/nv_peer_mem.service" ] || why+=("our unit left")
+[ -z "$(in_chroot "$r" dpkg --audit 2>&1)" ] || why+=("dpkg --audit not empty")
+if [ ${#why[@]} = 0 ]; then
+	result PASS downgrade
+	wants=/etc/systemd/system/multi-user.target.wants/nv_peer_mem.service
+	echo "  1.3 back: apt exit 0, dkms '$st', ONBOOT=no kept, upstart job back; $wants:" \
+		"$(if [ -L "$r$wants" ]; then echo "left, pointing to $(readlink "$r$wants")"; else echo gone; fi)"
+else result FAIL downgrade "$(IFS=';'; echo "${why[*]}"); see $work/downgrade.log"; fi
 unstage half
 drop half
+
+# --- bad input: 1.3 registered with DKMS by hand, no package whose prerm would remove it -----
+# This package's -dkms preinst removes it from every kernel, saying so in one line; the source
+# in /usr/src is the administrator's and stays.
+stage byhand drivers
+r=$work/byhand/root
+dpkg-deb -x "$work/m13/nvidia-peer-memory-dkms_1.3-0_all.deb" "$work/byhand/src"
+cp -a "$work/byhand/src/usr/src/nv_peer_mem-1.3" "$r/usr/src/"
+{ in_chroot "$r" dkms add -m nv_peer_mem -v 1.3 && in_chroot "$r" dkms install -m nv_peer_mem -v 1.3 -k "$kver"; } \
+	>"$work/byhand-1.3.log" 2>&1
+rc1=$?
+st1=$(in_chroot "$r" dkms status -m nv_peer_mem 2>&1 | paste -sd ';')
+apt_in byhand byhand-upgrade "${ours[@]}"
+rc=$?
+bad=$(configured "$r")
+more=$(only_ours "$r" keep-src)
+line="nv_peer_mem: removed nv_peer_mem/1.3 from DKMS (all kernels)"
+if [ $rc1 = 0 ] && [ "$st1" = "nv_peer_mem/1.3, $kver, x86_64: installed" ] && [ $rc = 0 ] &&
+	[ -z "$bad$more" ] && [ "$(grep -cxF "$line" "$work/byhand-upgrade.log")" = 1 ]; then
+	result PASS dkms-by-hand
+	echo "  1.3 added and installed by hand ('$st1'); apt exit $rc, said: $line"
+else result FAIL dkms-by-hand "1.3 by hand: exit $rc1, '$st1'; apt exit $rc; ${bad:-}${more:+; $more}; '$line' $(grep -cxF "$line" "$work/byhand-upgrade.log") times; see $work/byhand-upgrade.log"; fi
+unstage byhand
+drop byhand
 
 # --- the RPM side: rpm -U over the 1.3 rpm's files, in a copy of the prepared root -------------
 stage rpm base
