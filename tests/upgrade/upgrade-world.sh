@@ -214,7 +214,6 @@ if mke2fs -q -F -t ext4 -L stock -d "$r" "$disk" "$(($(du -sm "$r" | cut -f1) + 
 	rm -f "$disk"
 else echo "FAIL upgrade:upgrade-boot: mke2fs failed; see $log" >"$work/boot.out"; fi &
 boot=$!
-umount "$r" 2>/dev/null
 
 # --- bad input: a garbage 1.3 configuration file --------------------------------------------
 # The administrator's file is kept byte for byte, apt exits 0, and the service names the file
