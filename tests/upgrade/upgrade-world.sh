@@ -140,8 +140,10 @@ configured() {
 	local s a
 	s=$(in_chroot "$1" dpkg-query -W -f='${db:Status-Abbrev}${Version} ' nvidia-peer-memory nvidia-peer-memory-dkms)
 	a=$(in_chroot "$1" dpkg --audit 2>&1)
-	[ "$s" = "ii ${version}-1 ii ${version}-1 " ] || echo "dpkg says '$s'"
-	[ -z "$a" ] || echo "dpkg --audit: $(grep '^ ' <<<"$a" | paste -sd ' ')"
+	local -a off=()
+	[ "$s" = "ii ${version}-1 ii ${version}-1 " ] || off+=("dpkg says '$s'")
+	[ -z "$a" ] || off+=("dpkg --audit: $(grep '^ ' <<<"$a" | sed 's/^ *//' | paste -sd ' ')")
+	(IFS=';'; echo "${off[*]}")
 }
 
 # --- the upgrade: an edited ONBOOT, then apt-get install of the two debs --------------------
@@ -161,10 +163,14 @@ echo "  apt-get install of the two debs over 1.3 (DKMS removing 1.3, building $v
 bad=$(only_ours "$r")
 if [ -z "$bad" ]; then result PASS dkms-only-ours
 else result FAIL dkms-only-ours "$bad"; fi
-if [ "$(sha256sum <"$r$CONF")" = "$edited" ] && [ ! -e "$r$CONF.nvpm-kept" ] &&
-	[ -z "$(ls "$r$CONF".dpkg-* 2>/dev/null)" ]; then
-	result PASS onboot-kept
-else result FAIL onboot-kept "$CONF is not the edited file: $(head -c 300 "$r$CONF" 2>&1 | paste -sd '|')"; fi
+kept=()
+[ "$(sha256sum <"$r$CONF")" = "$edited" ] ||
+	kept+=("$CONF is not the edited file: $(head -c 300 "$r$CONF" 2>&1 | paste -sd '|')")
+[ ! -e "$r$CONF.nvpm-kept" ] || kept+=("$CONF.nvpm-kept left")
+left=$(ls "$r$CONF".dpkg-* 2>/dev/null | sed "s|^$r||" | paste -sd ' ')
+[ -z "$left" ] || kept+=("dpkg left $left")
+if [ ${#kept[@]} = 0 ]; then result PASS onboot-kept
+else result FAIL onboot-kept "$(IFS=';'; echo "${kept[*]}")"; fi
 cf=$(in_chroot "$r" dpkg-query -W -f='${Conffiles}' nvidia-peer-memory | awk 'NF { print $1 }' | sort | paste -sd ' ')
 if [ ! -e "$r/etc/init/nv_peer_mem.conf" ] && [ ! -e "$r/etc/init/nv_peer_mem.conf.dpkg-bak" ] &&
 	[ "$cf" = "/etc/infiniband/nv_peer_mem.conf /etc/init.d/nv_peer_mem" ]; then
