@@ -140,6 +140,9 @@ def make_plan(profile: str, lines: list[str] | None = None, repeat: int | None =
         jobs.append(Job("secureboot", lambda ctx: [str(TESTS / "secureboot/secureboot-world.sh"),
                                                    str(ctx.cache / "packages")],
                         "secureboot", data["jobs"]["secureboot"]["results"], deps=["setup", "packages"]))
+        jobs.append(Job("upgrade", lambda ctx: [str(TESTS / "upgrade/upgrade-world.sh"),
+                                                str(ctx.cache / "packages")],
+                        "upgrade", data["jobs"]["upgrade"]["results"], deps=["setup", "packages"]))
     prev_world = "setup"
     for line in lines:
         def kp(ctx, line=line):
@@ -246,7 +249,7 @@ def planned_name(j: Job, r: str) -> str:
     <line>:<tag>:<result>, a line's other jobs' <line>:<result>, the rest as they report it."""
     if j.name.startswith("boot:"):
         return f"{j.group}:{j.name.split(':', 2)[-1]}:{r}"
-    return r if j.group in ("host", "stock", "secureboot") else f"{j.group}:{r}"
+    return r if j.group in ("host", "stock", "secureboot", "upgrade") else f"{j.group}:{r}"
 
 
 def select(jobs: list[Job], patterns: list[str], only: str | None) -> list[Job]:
@@ -256,7 +259,8 @@ def select(jobs: list[Job], patterns: list[str], only: str | None) -> list[Job]:
     kunit_scenario = load().get("kunit", {}).get("scenario")
     for j in jobs:
         kind = ("vm" if j.vm or j.name.startswith(("world:", "setup", "sweep-report", "testing-report"))
-                else "stock" if j.name in ("stock", "secureboot", "packages", "setup") else "host")
+                else "stock" if j.name in ("stock", "secureboot", "upgrade", "packages", "setup")
+                else "host")
         if only and only != kind and not (only == "stock" and j.name in ("packages", "setup")):
             continue
         if patterns:
