@@ -7,7 +7,8 @@ set -euo pipefail
 APT_PKGS=(rustc-web rust-web-src rustfmt-web rust-web-clippy
 	clang-19 lld-19 llvm-19 libclang-19-dev
 	qemu-system-x86 busybox-static kmod shellcheck cpio bc bison flex libelf-dev libssl-dev
-	make gcc libc6-dev python3 xz-utils zstd rsync file)
+	make gcc libc6-dev python3 xz-utils zstd rsync file
+	prometheus) # for its promtool (tests/metrics/run.py)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

@@ -207,6 +207,17 @@ def make_plan(profile: str, lines: list[str] | None = None, repeat: int | None =
                 prefix=lambda ctx, line=line: f"{ctx.krel(line)}:service:", deps=[f"dkms:{line}"], vm=True,
                 cost=12, console=lambda ctx, line=line: Path(ctx.world(line)["work"]) / "vm-service/console.log"))
         if line == first:
+            # The packaged service's boot again with tests/conflict/*.py: NVIDIA's nvidia_peermem
+            # loaded before and after nv_peer_mem (names conflict:<scenario>, the first line only).
+            conf = ["boot", *sorted(p.stem for p in (TOP / data["line_jobs"]["conflict"]).glob("*.py")),
+                    "kmemleak"]
+            jobs.append(Job(f"conflict:{line}", lambda ctx, line=line: [
+                str(TESTS / "packaging/service-vm.sh"), ctx.world(line)["kbuild"], ctx.world(line)["work"],
+                _deb(ctx, "nvidia-peer-memory"),
+                f"{ctx.world(line)['work']}/dkms/lib-modules/{ctx.krel(line)}/updates/dkms/nv_peer_mem.ko",
+                ctx.world(line)["build_dir"], "conflict"], "conflict", conf,
+                prefix=lambda ctx: "conflict:", deps=[f"dkms:{line}"], vm=True, cost=8,
+                console=lambda ctx, line=line: Path(ctx.world(line)["work"]) / "vm-conflict/console.log"))
             can = data["canaries"]
             names = [f"canary:{n}:{s}" for n in can["boots"] for s in ("boot", "kmemleak")]
             names += [f"canary:{h}" for h in can["hosts"]]
@@ -221,6 +232,8 @@ def make_plan(profile: str, lines: list[str] | None = None, repeat: int | None =
         cases = sorted(p.stem for p in (TOP / data["jobs"]["doctor"]["cases"]).glob("*.json"))
         jobs.append(Job("doctor", lambda ctx: [str(TESTS / "doctor/run.py")], "host",
                         [f"doctor:{c}" for c in cases] + data["jobs"]["doctor"]["results"]))
+        jobs.append(Job("metrics", lambda ctx: [str(TESTS / "metrics/run.py")], "host",
+                        data["jobs"]["metrics"]["results"], after=["setup"]))
         jobs.append(Job("deb-lifecycle", lambda ctx: [str(TESTS / "packaging/deb-lifecycle.sh"),
                                                       str(ctx.cache / "packages")],
                         "host", data["jobs"]["deb-lifecycle"]["results"], deps=["packages"]))
