@@ -78,6 +78,14 @@ check("  nv_peer_mem_loaded 0, nv_peer_mem_nvidia_peermem_loaded 1",
 check("  nv_peer_mem_doctor_check{check=\"peer_modules.conflict\"} 1 (INFO)",
       has_line(out, r'^nv_peer_mem_doctor_check\{check="peer_modules\.conflict"\} 1$'))
 
+rc, out = captured("env", "NV_PEER_MEM_METRICS=/nonexistent", NVPM_CMD, "metrics")
+check("metrics without its script: exit 5, one line", rc == 5 and out == (
+    "nv_peer_mem: cannot print the metrics: no /nonexistent (reinstall the package)"))
+rc, out = captured(NVPM_CMD, "no-such-action")
+check("an unknown action: exit 2, the usage line naming metrics", rc == 2 and out.endswith(
+    "usage: ... start|stop|restart|force-reload|status|doctor [--json]|metrics [--write FILE]"
+    .replace("...", "/usr/sbin/nv_peer_mem")))
+
 check("rmmod nvidia_peermem", run, "rmmod", "nvidia_peermem")
 rc, out = service("start")
 check("then start: exit 0, loaded", rc == 0 and loaded("nv_peer_mem"))

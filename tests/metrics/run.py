@@ -87,7 +87,8 @@ def expect(got, want):
 
 def main():
     if not shutil.which("promtool"):
-        for name in ("promtool", "values", "doctor-verdicts", "conflict", "not-loaded",
+        for name in ("promtool", "alert-rules", "canary:bad-rule", "values", "doctor-verdicts",
+                     "conflict", "not-loaded",
                      "escaping", "no-doctor", "atomic-write", "unwritable",
                      *(f"canary:{c}" for c in CANARIES)):
             result(name, "promtool is missing (apt-get install prometheus; "
@@ -204,10 +205,35 @@ def run_checks(work):
 
         atomic_write(work, tree, outs["counters"][1])
 
+    alert_rules(work)
     good = outs.get("counters", (None, ""))[1]
     for name, planted in CANARIES.items():
         said = promtool(good + planted) if good else None
         result(f"canary:{name}", None if said else "promtool accepted the planted fault")
+
+
+def check_rules(path):
+    """None when `promtool check rules` accepts PATH, else what it said."""
+    p = subprocess.run(["promtool", "check", "rules", str(path)], capture_output=True, text=True)
+    if p.returncode == 0:
+        return None
+    return f"exit {p.returncode}: " + (p.stdout + p.stderr).strip().replace("\n", " | ")
+
+
+def alert_rules(work):
+    """The example alerting rules of Documentation/metrics.md pass `promtool check rules`; the
+    same with a planted expression that does not parse must not."""
+    doc = (TOP / "Documentation/metrics.md").read_text()
+    m = re.search(r"^```yaml\n(.*?)^```", doc, re.M | re.S)
+    if not m:
+        result("alert-rules", "no ```yaml block in Documentation/metrics.md")
+        return
+    good, bad = work / "rules.yml", work / "planted-rules.yml"
+    good.write_text(m.group(1))
+    bad.write_text(m.group(1).replace("nv_peer_mem_doctor_check >= 3",
+                                      "nv_peer_mem_doctor_check >=", 1))
+    result("alert-rules", check_rules(good))
+    result("canary:bad-rule", None if check_rules(bad) else "promtool accepted the planted rule")
 
 
 def atomic_write(work, tree, printed):
