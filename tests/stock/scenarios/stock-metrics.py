@@ -62,7 +62,8 @@ for want in ("nv_peer_mem_loaded 1", 'nv_peer_mem_info{version="1.4.0"} 1',
              'nv_peer_mem_pinned_bytes{client="nv_mem"} 131072',
              'nv_peer_mem_registrations_total{client="nv_mem"} 1',
              "nv_peer_mem_doctor_up 1", "nv_peer_mem_doctor_gpudirect_rdma 1",
-             'nv_peer_mem_doctor_check{check="nv_peer_mem.loaded"} 0',
+             # OK, and INFO for its line of live registrations: 1
+             'nv_peer_mem_doctor_check{check="nv_peer_mem.loaded"} 1',
              'nv_peer_mem_doctor_check{check="peer_modules.conflict"} 0',
              "nv_peer_mem_nvidia_peermem_loaded 0"):
     check(f"  serves: {want}", want in ours)
