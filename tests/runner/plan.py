@@ -209,15 +209,18 @@ def make_plan(profile: str, lines: list[str] | None = None, repeat: int | None =
         if line == first:
             # The packaged service's boot again with tests/conflict/*.py: NVIDIA's nvidia_peermem
             # loaded before and after nv_peer_mem (names conflict:<scenario>, the first line only).
-            conf = ["boot", *sorted(p.stem for p in (TOP / data["line_jobs"]["conflict"]).glob("*.py")),
-                    "kmemleak"]
-            jobs.append(Job(f"conflict:{line}", lambda ctx, line=line: [
-                str(TESTS / "packaging/service-vm.sh"), ctx.world(line)["kbuild"], ctx.world(line)["work"],
-                _deb(ctx, "nvidia-peer-memory"),
-                f"{ctx.world(line)['work']}/dkms/lib-modules/{ctx.krel(line)}/updates/dkms/nv_peer_mem.ko",
-                ctx.world(line)["build_dir"], "conflict"], "conflict", conf,
-                prefix=lambda ctx: "conflict:", deps=[f"dkms:{line}"], vm=True, cost=8,
-                console=lambda ctx, line=line: Path(ctx.world(line)["work"]) / "vm-conflict/console.log"))
+            conf_dir = TOP / data["line_jobs"]["conflict"]
+            conf = ["boot", *sorted(p.stem for p in conf_dir.glob("*.py")), "kmemleak"]
+
+            def conflict_argv(ctx, line=line):
+                w = ctx.world(line)
+                ko = f"{w['work']}/dkms/lib-modules/{ctx.krel(line)}/updates/dkms/nv_peer_mem.ko"
+                return [str(TESTS / "packaging/service-vm.sh"), w["kbuild"], w["work"],
+                        _deb(ctx, "nvidia-peer-memory"), ko, w["build_dir"], "conflict"]
+            jobs.append(Job(f"conflict:{line}", conflict_argv, "conflict", conf,
+                            prefix=lambda ctx: "conflict:", deps=[f"dkms:{line}"], vm=True, cost=8,
+                            console=lambda ctx, line=line: (
+                                Path(ctx.world(line)["work"]) / "vm-conflict/console.log")))
             can = data["canaries"]
             names = [f"canary:{n}:{s}" for n in can["boots"] for s in ("boot", "kmemleak")]
             names += [f"canary:{h}" for h in can["hosts"]]
