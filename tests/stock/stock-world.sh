@@ -50,7 +50,9 @@ mkdir -p "$work"
 base=$("$here/prepare-root.sh" 2>>"$log") || fatal root "preparing the Debian 13 root failed: $(tail -n 1 "$log")"
 kver=$(cat "$base/.kver")
 say "stock world: Debian's $kver"
-cp -a "$base" "$root" || fatal root "cannot copy $base"
+# Only the root's own file system: a proc or sysfs left mounted in $base (a prepare-root.sh run
+# killed before its trap) would be copied file by file and break mke2fs below.
+cp -a --one-file-system "$base" "$root" && mkdir -p "$root/proc" "$root/sys" || fatal root "cannot copy $base"
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
 in_root() { in_chroot "$root" "$@"; }
