@@ -50,9 +50,12 @@ mkdir -p "$work"
 base=$("$here/prepare-root.sh" 2>>"$log") || fatal root "preparing the Debian 13 root failed: $(tail -n 1 "$log")"
 kver=$(cat "$base/.kver")
 say "stock world: Debian's $kver"
-# Only the root's own file system: a proc or sysfs left mounted in $base (a prepare-root.sh run
-# killed before its trap) would be copied file by file and break mke2fs below.
-cp -a --one-file-system "$base" "$root" && mkdir -p "$root/proc" "$root/sys" || fatal root "cannot copy $base"
+# Its contents ("$base/."): $base may be a symbolic link to a shared cache's root, and cp -a
+# "$base" would copy the link, so that everything below ran in the shared root (2026-11-28).
+# Only the root's own file system: a proc or sysfs left mounted in it is not copied file by file.
+mkdir -p "$root" && cp -a --one-file-system "$base/." "$root/" && mkdir -p "$root/proc" "$root/sys" ||
+	fatal root "cannot copy $base"
+[ ! -L "$root" ] || fatal root "$root is a symbolic link"
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
 in_root() { in_chroot "$root" "$@"; }
