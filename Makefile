@@ -95,16 +95,20 @@ install: modules install-service
 	install -D -m 644 nv_peer_mem.ko $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko
 	[ -n "$(DESTDIR)" ] || depmod -a $(KVER)
 
-# The service alone: init script, systemd unit, their helper, the doctor, the nv_peer_mem
-# command (start|stop|status|doctor ...) and the boot config file (the packages use this too,
+# The service alone: init script, systemd unit, their helper, the doctor, the metrics and their
+# timer, the nv_peer_mem command (start|stop|status|doctor|metrics ...) and the boot config file (the packages use this too,
 # with their distribution's directories).
 install-service:
 	install -D -m 755 $(SERVICE_SRC)/nv_peer_mem-service $(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-service
 	install -D -m 755 scripts/nv_peer_mem-doctor $(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-doctor
+	install -D -m 755 scripts/nv_peer_mem-metrics $(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-metrics
 	install -d $(DESTDIR)$(SBIN_DIR)
 	ln -sfr $(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-service $(DESTDIR)$(SBIN_DIR)/nv_peer_mem
 	install -D -m 755 $(SERVICE_SRC)/nv_peer_mem.init $(DESTDIR)$(INITD_DIR)/nv_peer_mem
 	install -D -m 644 $(SERVICE_SRC)/nv_peer_mem.service $(DESTDIR)$(SYSTEMD_UNIT_DIR)/nv_peer_mem.service
+	@# The metrics timer and its service: installed, never enabled (Documentation/metrics.md).
+	install -m 644 $(SERVICE_SRC)/nv_peer_mem-metrics.service $(SERVICE_SRC)/nv_peer_mem-metrics.timer \
+		$(DESTDIR)$(SYSTEMD_UNIT_DIR)/
 	@# An existing config file is the admin's: keep it.
 	[ -e $(DESTDIR)/etc/infiniband/nv_peer_mem.conf ] || \
 		install -D -m 644 $(SERVICE_SRC)/nv_peer_mem.conf $(DESTDIR)/etc/infiniband/nv_peer_mem.conf
@@ -120,6 +124,9 @@ install-dkms-source:
 uninstall:
 	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/nv_peer_mem.ko \
 		$(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-service $(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-doctor \
+		$(DESTDIR)$(LIBEXEC_DIR)/nv_peer_mem-metrics \
+		$(DESTDIR)$(SYSTEMD_UNIT_DIR)/nv_peer_mem-metrics.service \
+		$(DESTDIR)$(SYSTEMD_UNIT_DIR)/nv_peer_mem-metrics.timer \
 		$(DESTDIR)$(SBIN_DIR)/nv_peer_mem $(DESTDIR)$(INITD_DIR)/nv_peer_mem \
 		$(DESTDIR)$(SYSTEMD_UNIT_DIR)/nv_peer_mem.service
 	-rmdir $(DESTDIR)$(LIBEXEC_DIR) 2>/dev/null

@@ -107,13 +107,13 @@ nv_symvers_case none "" no yes
 dest=$work/make-install
 rm -rf "$dest"
 cp -r "$top/packaging" "$build_dir/module/"
-want="./etc/infiniband/nv_peer_mem.conf ./etc/init.d/nv_peer_mem ./lib/modules/$krel/updates/nv_peer_mem.ko ./lib/systemd/system/nv_peer_mem.service ./usr/libexec/nv_peer_mem/nv_peer_mem-doctor ./usr/libexec/nv_peer_mem/nv_peer_mem-service"
+want="./etc/infiniband/nv_peer_mem.conf ./etc/init.d/nv_peer_mem ./lib/modules/$krel/updates/nv_peer_mem.ko ./lib/systemd/system/nv_peer_mem-metrics.service ./lib/systemd/system/nv_peer_mem-metrics.timer ./lib/systemd/system/nv_peer_mem.service ./usr/libexec/nv_peer_mem/nv_peer_mem-doctor ./usr/libexec/nv_peer_mem/nv_peer_mem-metrics ./usr/libexec/nv_peer_mem/nv_peer_mem-service"
 if module_make "$build_dir/module" install DESTDIR="$dest" KVER="$krel" >"$logs/install.log" 2>&1 &&
 	got=$(cd "$dest" && find . -type f | sort | paste -sd ' ') && [ "$got" = "$want" ]; then
 	result PASS make-install
 else result FAIL make-install "got '${got:-}', wanted '$want'; see $logs/install.log"; fi
 # The least mode that works: programs 0755, everything else 0644; nothing writable by others.
-want_modes="644 ./etc/infiniband/nv_peer_mem.conf 755 ./etc/init.d/nv_peer_mem 644 ./lib/modules/$krel/updates/nv_peer_mem.ko 644 ./lib/systemd/system/nv_peer_mem.service 755 ./usr/libexec/nv_peer_mem/nv_peer_mem-doctor 755 ./usr/libexec/nv_peer_mem/nv_peer_mem-service"
+want_modes="644 ./etc/infiniband/nv_peer_mem.conf 755 ./etc/init.d/nv_peer_mem 644 ./lib/modules/$krel/updates/nv_peer_mem.ko 644 ./lib/systemd/system/nv_peer_mem-metrics.service 644 ./lib/systemd/system/nv_peer_mem-metrics.timer 644 ./lib/systemd/system/nv_peer_mem.service 755 ./usr/libexec/nv_peer_mem/nv_peer_mem-doctor 755 ./usr/libexec/nv_peer_mem/nv_peer_mem-metrics 755 ./usr/libexec/nv_peer_mem/nv_peer_mem-service"
 if got=$(cd "$dest" && find . -type f | sort | xargs stat -c '%a %n' | paste -sd ' ') &&
 	[ "$got" = "$want_modes" ]; then
 	result PASS make-install-modes

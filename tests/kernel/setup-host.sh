@@ -10,6 +10,8 @@ APT_PKGS=(rustc-web rust-web-src rustfmt-web rust-web-clippy
 	make gcc libc6-dev python3 xz-utils zstd rsync file)
 # graphviz renders the design's diagrams (tests/lint/diagrams.py, make diagrams).
 APT_PKGS+=(graphviz)
+# prometheus for its promtool (tests/metrics/run.py).
+APT_PKGS+=(prometheus)
 
 missing=()
 for p in "${APT_PKGS[@]}"; do

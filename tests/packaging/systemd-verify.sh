@@ -1,5 +1,6 @@
 #!/bin/bash
-# systemd-analyze verify of nv_peer_mem.service in a scratch root holding the host's systemd
+# systemd-analyze verify of nv_peer_mem.service, and of the metrics timer and its service, in a
+# scratch root holding the host's systemd
 # units and the service helper: unknown keys, bad ordering targets and a missing or
 # non-executable ExecStart all show up as output.
 # usage: systemd-verify.sh   (prints one PASS/FAIL line)
@@ -13,9 +14,12 @@ if ! command -v systemd-analyze >/dev/null; then
 fi
 mkdir -p "$root/lib/systemd" "$root/etc/systemd/system" "$root/usr/libexec/nv_peer_mem"
 cp -a /lib/systemd/system "$root/lib/systemd/"
-install -m 755 "$top/packaging/service/nv_peer_mem-service" "$root/usr/libexec/nv_peer_mem/"
-install -m 644 "$top/packaging/service/nv_peer_mem.service" "$root/etc/systemd/system/"
-if out=$(systemd-analyze verify --root="$root" nv_peer_mem.service 2>&1) && [ -z "$out" ]; then
+install -m 755 "$top/packaging/service/nv_peer_mem-service" "$top/scripts/nv_peer_mem-metrics" \
+	"$root/usr/libexec/nv_peer_mem/"
+install -m 644 "$top/packaging/service/nv_peer_mem.service" "$top/packaging/service/nv_peer_mem-metrics.service" \
+	"$top/packaging/service/nv_peer_mem-metrics.timer" "$root/etc/systemd/system/"
+if out=$(systemd-analyze verify --root="$root" nv_peer_mem.service nv_peer_mem-metrics.service \
+	nv_peer_mem-metrics.timer 2>&1) && [ -z "$out" ]; then
 	echo "PASS packaging:systemd-unit"
 else
 	echo "FAIL packaging:systemd-unit: $out"

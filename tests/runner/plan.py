@@ -210,6 +210,20 @@ def make_plan(profile: str, lines: list[str] | None = None, repeat: int | None =
                 prefix=lambda ctx, line=line: f"{ctx.krel(line)}:service:", deps=[f"dkms:{line}"], vm=True,
                 cost=12, console=lambda ctx, line=line: Path(ctx.world(line)["work"]) / "vm-service/console.log"))
         if line == first:
+            # The packaged service's boot again with tests/conflict/*.py: NVIDIA's nvidia_peermem
+            # loaded before and after nv_peer_mem (names conflict:<scenario>, the first line only).
+            conf_dir = TOP / data["line_jobs"]["conflict"]
+            conf = ["boot", *sorted(p.stem for p in conf_dir.glob("*.py")), "kmemleak"]
+
+            def conflict_argv(ctx, line=line):
+                w = ctx.world(line)
+                ko = f"{w['work']}/dkms/lib-modules/{ctx.krel(line)}/updates/dkms/nv_peer_mem.ko"
+                return [str(TESTS / "packaging/service-vm.sh"), w["kbuild"], w["work"],
+                        _deb(ctx, "nvidia-peer-memory"), ko, w["build_dir"], "conflict"]
+            jobs.append(Job(f"conflict:{line}", conflict_argv, "conflict", conf,
+                            prefix=lambda ctx: "conflict:", deps=[f"dkms:{line}"], vm=True, cost=8,
+                            console=lambda ctx, line=line: (
+                                Path(ctx.world(line)["work"]) / "vm-conflict/console.log")))
             can = data["canaries"]
             names = [f"canary:{n}:{s}" for n in can["boots"] for s in ("boot", "kmemleak")]
             names += [f"canary:{h}" for h in can["hosts"]]
@@ -224,6 +238,8 @@ def make_plan(profile: str, lines: list[str] | None = None, repeat: int | None =
         cases = sorted(p.stem for p in (TOP / data["jobs"]["doctor"]["cases"]).glob("*.json"))
         jobs.append(Job("doctor", lambda ctx: [str(TESTS / "doctor/run.py")], "host",
                         [f"doctor:{c}" for c in cases] + data["jobs"]["doctor"]["results"]))
+        jobs.append(Job("metrics", lambda ctx: [str(TESTS / "metrics/run.py")], "host",
+                        data["jobs"]["metrics"]["results"], after=["setup"]))
         jobs.append(Job("deb-lifecycle", lambda ctx: [str(TESTS / "packaging/deb-lifecycle.sh"),
                                                       str(ctx.cache / "packages")],
                         "host", data["jobs"]["deb-lifecycle"]["results"], deps=["packages"]))

@@ -102,7 +102,9 @@ if grep -q 'CN=Microsoft Corporation UEFI CA 2011' <<<"$s_shim" &&
 else result FAIL signed-boot-chain "shim '$s_shim', MokManager '$s_mm', grub '$s_grub', kernel '$s_kernel'"; fi
 
 # --- the machine: the stock root, with what an administrator of a Secure Boot machine has -----
-cp -a "$base" "$root" || fatal root "cannot copy $base"
+# Its contents: $base may be a symbolic link to a shared cache's root (tests/stock/stock-world.sh).
+mkdir -p "$root" && cp -a --one-file-system "$base/." "$root/" && mkdir -p "$root/proc" "$root/sys" ||
+	fatal root "cannot copy $base"
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
 in_root() { in_chroot "$root" "$@"; }

@@ -8,7 +8,8 @@
 #      completing the headers' Rust build tree by itself (scripts/rust-tree.sh); the five other
 #      install orders run in copies of the root (install-order.sh);
 #   3. kernels installed later, then the driver purged, with apt in the installed root;
-#   4. two boots of the machine from one disk: ONBOOT=yes (the service, doctor, registration
+#   4. two boots of the machine from one disk: ONBOOT=yes (the service, doctor, metrics read by
+#      Debian's node_exporter (installed into this copy of the root), registration
 #      with DMA, invalidation, the free races), ONBOOT=no then apt purge and what it left.
 # With --bench (make bench), only steps 1 and 2 in the first order, then one boot that runs
 # tests/bench/bench-vm.py with 1 GiB BARs (NVPM_BENCH_GPU_MIB): the production kernel's figures.
@@ -49,7 +50,12 @@ mkdir -p "$work"
 base=$("$here/prepare-root.sh" 2>>"$log") || fatal root "preparing the Debian 13 root failed: $(tail -n 1 "$log")"
 kver=$(cat "$base/.kver")
 say "stock world: Debian's $kver"
-cp -a "$base" "$root" || fatal root "cannot copy $base"
+# Its contents ("$base/."): $base may be a symbolic link to a shared cache's root, and cp -a
+# "$base" would copy the link, so that everything below ran in the shared root (2026-11-28).
+# Only the root's own file system: a proc or sysfs left mounted in it is not copied file by file.
+mkdir -p "$root" && cp -a --one-file-system "$base/." "$root/" && mkdir -p "$root/proc" "$root/sys" ||
+	fatal root "cannot copy $base"
+[ ! -L "$root" ] || fatal root "$root is a symbolic link"
 mount -t proc proc "$root/proc"
 mount -t sysfs sysfs "$root/sys"
 in_root() { in_chroot "$root" "$@"; }
@@ -225,6 +231,14 @@ if [ "$(tr ',' '\n' <<<"$deps" | sort | paste -sd ,)" = ib_core,nvidia ]; then
 	result PASS module-depends
 else result FAIL module-depends "nv_peer_mem depends on '$deps', wanted ib_core and nvidia"; fi
 
+# Debian's node_exporter for stock-metrics, from the archive into this copy of the root (not in
+# prepare-root.sh's set): its unit reads /var/lib/prometheus/node-exporter/*.prom from boot on.
+if [ -z "$bench" ]; then
+	in_root apt-get install -y -q --no-install-recommends prometheus-node-exporter >"$work/node-exporter.log" 2>&1 ||
+		echo "  apt-get install prometheus-node-exporter failed; stock-metrics will say so; see $work/node-exporter.log"
+	cat "$work/node-exporter.log" >>"$log"
+fi
+
 # --- the machine's disk: the root as it is now, plus the tests and their unit --------------
 unmount_all
 t=$root/usr/lib/nvpm-stock
@@ -277,7 +291,7 @@ boot() { # boot NAME SCENARIO...
 		sed 's/^\(PASS\|FAIL\) /\1 stock:/'
 }
 {
-	boot 1-onboot-yes stock-boot stock-service stock-doctor 03-register-dma 07-invalidate 13-free-races stock-onboot-off
+	boot 1-onboot-yes stock-boot stock-service stock-doctor stock-metrics 03-register-dma 07-invalidate 13-free-races stock-onboot-off
 	boot 2-onboot-no stock-onboot-no stock-purge stock-purged
 } >"$work/boots.out" &
 boots=$!

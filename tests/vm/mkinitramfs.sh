@@ -21,7 +21,7 @@ root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
 
 [ -z "$overlay" ] || cp -a "$overlay/." "$root/"
-mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc/nvpm,tests/scenarios,tests/service,tests/canaries,lib/modules/"$kver"/extra}
+mkdir -p "$root"/{bin,sbin,dev,proc,sys,tmp,etc/nvpm,tests/scenarios,tests/service,tests/conflict,tests/canaries,lib/modules/"$kver"/extra}
 cp /bin/busybox "$root/bin/busybox"
 install -m 755 "$here/init" "$root/init"
 install -m 644 "$here/cleanup.py" "$here/demo.py" "$here/../bench/bench-vm.py" \
@@ -30,13 +30,14 @@ install -m 644 "$here/../bad-inputs/table.txt" "$root/tests/bad-inputs.txt"
 install -m 644 "$here/lib.py" "$root/tests/"
 install -m 644 "$here"/../scenarios/*.py "$root/tests/scenarios/"
 install -m 644 "$here"/../service/*.py "$root/tests/service/"
+install -m 644 "$here"/../conflict/*.py "$root/tests/conflict/"
 install -m 644 "$here/../canaries/canary.py" "$root/tests/canaries/"
 cp "$sha_dir"/*.sha256 "$root/etc/nvpm/"
 # nv_peer_mem doctor, where the packages put it, and a python3 to run it.
 install -D -m 755 "$here/../../scripts/nv_peer_mem-doctor" "$root/usr/libexec/nv_peer_mem/nv_peer_mem-doctor"
 "$here/add-python.sh" "$root" "$here/../../scripts/nv_peer_mem-doctor" "$here/lib.py" "$here"/../scenarios/*.py \
 	"$here/cleanup.py" "$here/demo.py" "$here/../bench/bench-vm.py" "$here/../soak/soak-vm.py" \
-	"$here"/../service/*.py
+	"$here"/../service/*.py "$here"/../conflict/*.py "$here/../../scripts/nv_peer_mem-metrics"
 
 moddir=$root/lib/modules/$kver
 for spec in "$@"; do

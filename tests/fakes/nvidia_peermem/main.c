@@ -7,6 +7,8 @@
  * ever reaches its other callbacks. It exists so that the tests can load the module that
  * nv_peer_mem must not run beside (tests/fakes/INTERFACE.md).
  */
+#define pr_fmt(fmt) "nvidia_peermem double: " fmt
+
 #include <linux/errno.h>
 #include <linux/module.h>
 
@@ -64,10 +66,19 @@ static const struct peer_memory_client fpm_client = {
 static void *fpm_handle;
 static invalidate_peer_memory fpm_invalidate;
 
+/*
+ * Like the real one's init: no look for nv_peer_mem (it loads beside it whenever ib_core takes
+ * the client), and when ib_core refuses the client (a core with memory_peers, where nv_peer_mem
+ * holds the name already), one error line and EINVAL.
+ */
 static int __init fpm_init(void)
 {
 	fpm_handle = ib_register_peer_memory_client(&fpm_client, &fpm_invalidate);
-	return fpm_handle ? 0 : -EINVAL;
+	if (!fpm_handle) {
+		pr_err("ib_core refused its nv_mem client: not loading (EINVAL)\n");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static void __exit fpm_exit(void)
