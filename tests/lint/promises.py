@@ -260,7 +260,8 @@ def statements(text):
 # Lines the docs quote that the kernel, the module loader, DKMS or dpkg print, not our code.
 THEIRS = [r"^Unknown symbol ", r"^disagrees about version", r"^no symbol version", r"^module verification failed",
           r"^unknown parameter", r"^Error! ", r"^dpkg: ", r"dkms\.conf for module nv_peer_mem includes",
-          r"^modprobe: ", r"^Peer memory ", r"^version magic", r"^\.gnu\.linkonce"]
+          r"^modprobe: ", r"^Peer memory ", r"^version magic", r"^\.gnu\.linkonce",
+          r"^end of file on stdin at conffile prompt"]
 # Sections of troubleshooting.md whose tables list our lines, and the kind of each.
 MESSAGE_SECTIONS = {"Module load": "kernel", "Registration": "kernel", "Invalidation and teardown": "kernel",
                     "Service": "service", "Preflight, DKMS and packaging": "build"}

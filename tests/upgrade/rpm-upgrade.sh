@@ -59,7 +59,7 @@ rm -f /etc/rc[2345].d/S90nv_peer_mem
 EOF
 rpmbuild -bb --define "_topdir $b" --define "_build_id_links none" "$b/SPECS/nvidia_peer_memory-1.3.spec" >>"$log" 2>&1
 old=$(ls "$b"/RPMS/x86_64/nvidia_peer_memory-1.3-0.x86_64.rpm 2>/dev/null)
-[ -f "$old" ] || { result FAIL upgrade "rpmbuild of the 1.3 double failed; see $log"; exit 1; }
+[ -f "$old" ] || { result FAIL upgrade "rpmbuild failed for the 1.3 double; see $log"; exit 1; }
 
 # --- the machine with 1.3: its rpm, a DKMS registration of 1.3, ONBOOT=no --------------------
 R=(rpm --root "$root" --nodeps)
