@@ -73,7 +73,8 @@ def main() -> int:
         g[0 if r.ok else 1] += 1
     for g, (p, f) in groups.items():
         label = {"host": "host and packaging checks", "stock": "stock Debian 13 kernel",
-                 "secureboot": "stock kernel under Secure Boot"}.get(
+                 "secureboot": "stock kernel under Secure Boot",
+                 "flavours": "stock cloud and rt flavours (and sid's release)"}.get(
             g, f"kernel {ctx.krel(g) if f'world:{g}' in ctx.jobs else g}")
         print(f"{label}: {p} passed, {f} failed")
     failed = [r.name for r in results if not r.ok]
