@@ -74,7 +74,10 @@ if why=$(dkms_built sid "$sid_k"); then
 	result PASS sid-dkms
 	echo "  $sid_k: $(completion "$sid_k")"
 	keep_tree "$sid_k"
-else result FAIL sid-dkms "$why; see $work/sid-apt.log and $work/sid-dkms.log"; fi
+else
+	# Nothing to boot: say why DKMS built nothing (rust-tree.sh's sentences in the make.log).
+	fatal sid-dkms "$why; $(grep -h '^nv_peer_mem: ' "$work/sid-dkms.log" "$root/var/lib/dkms/nv_peer_mem/$version/build/make.log" 2>/dev/null | grep -v 'completing' | head -n 2 | paste -sd ' ')"
+fi
 missing=$(machine_pieces "$sid_k")
 if [ -z "$missing" ]; then result PASS sid-machine
 else result FAIL sid-machine "$sid_k lacks what the machine needs: $missing"; fi

@@ -43,7 +43,7 @@ def pci(vendor, device):
 gpus, nics = pci("0x1af4", "0x1110"), pci("0x1234", "0x11e8")
 check(f"two GPUs (ivshmem: {' '.join(gpus)}) and two NICs (edu: {' '.join(nics)})",
       len(gpus) == 2 and len(nics) == 2)
-check("  each in an IOMMU group",
+check("  each in an IOMMU group", len(gpus + nics) == 4 and
       all(os.path.exists(f"/sys/bus/pci/devices/{d}/iommu_group") for d in gpus + nics))
 check("the root file system is on virtio (vda)", os.path.isdir("/sys/block/vda"))
 # The kernel's own lock checker: none of Debian's flavours has it (CONFIG_PROVE_LOCKING is not
