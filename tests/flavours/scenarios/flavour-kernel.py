@@ -13,16 +13,16 @@ version = read("/proc/version").rstrip("\n")
 say(f"  {version}")
 check(f"the kernel is Debian's {FLAVOUR} flavour ({KVER})",
       FLAVOUR != "" and KVER.endswith(f"-{FLAVOUR}-amd64") and "Debian" in version)
-try:
-    realtime = read("/sys/kernel/realtime").strip()
-except OSError:
-    realtime = "absent"
+# Mainline PREEMPT_RT (6.12 and later) says so in uname -v; /sys/kernel/realtime was the
+# out-of-tree patch set's and is gone (absent on Debian's 7.3.4 rt, 2026-11-28).
+rt_config = has_line(captured("cat", f"/boot/config-{KVER}")[1], r"^CONFIG_PREEMPT_RT=y$")
+rt_uname = "PREEMPT_RT" in os.uname().version
+say(f"  uname -v: {os.uname().version}")
 if FLAVOUR == "rt":
-    check(f"PREEMPT_RT: /sys/kernel/realtime is 1 ({realtime}), uname -v says PREEMPT_RT",
-          realtime == "1" and "PREEMPT_RT" in os.uname().version)
+    check("PREEMPT_RT: uname -v says so, and /boot/config has CONFIG_PREEMPT_RT=y",
+          rt_uname and rt_config)
 else:
-    check(f"not PREEMPT_RT: /sys/kernel/realtime {realtime}",
-          realtime != "1" and "PREEMPT_RT" not in os.uname().version)
+    check("not PREEMPT_RT (uname -v, /boot/config)", not rt_uname and not rt_config)
 check("the Intel IOMMU is there (/sys/class/iommu/dmar*)", glob.glob("/sys/class/iommu/dmar*"))
 check("  and translating: the devices have IOMMU groups",
       lambda: len(os.listdir("/sys/kernel/iommu_groups")) > 0)
