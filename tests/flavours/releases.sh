@@ -56,14 +56,19 @@ skip=$(grep -m1 "^nv_peer_mem: kernel $sid_k was built with '" "$work/sid-apt.lo
 echo "  ${skip:-no rustc problem reported for $sid_k}"
 fix=$(grep -o 'apt-get install rustc=[^)]*' <<<"$skip")
 if [ -n "$fix" ]; then
-	# The fix as given, with bindgen of the same suite (the kernel's .config names its version).
+	# The fix, from the suite that has that version: as given, apt takes libstd-rust-1.97 from
+	# backports (priority 100) for sid's libstd-rust-dev (50) and gives up (2026-11-28); with
+	# -t that suite, and bindgen from there too (the kernel's .config names its version).
 	start=$SECONDS
 	ver=${fix#apt-get install rustc=}
 	ver=${ver%% *}
-	in_root apt-get install -y -q --no-install-recommends "rustc=$ver" "rust-src=$ver" "libstd-rust-dev=$ver" \
-		"bindgen/$(in_root apt-cache policy rustc | awk -v v="$ver" '$1 == v || $2 == v { f = 1; next } f && /http/ { print $3; exit }' | cut -d/ -f1)" \
-		>"$work/sid-rustc.log" 2>&1
-	echo "  $fix, bindgen of the same suite: exit $? in $((SECONDS - start)) s; rustc is now $(in_root rustc --version 2>&1), bindgen $(in_root bindgen --version 2>&1)"
+	suite=$(in_root apt-cache policy rustc | awk -v v="$ver" '$1 == v || $2 == v { f = 1; next } f && /http/ { print $3; exit }' | cut -d/ -f1)
+	in_root apt-get install -s -q --no-install-recommends "rustc=$ver" "rust-src=$ver" "libstd-rust-dev=$ver" \
+		>"$work/sid-rustc-as-given.log" 2>&1
+	as_given=$?
+	in_root apt-get install -y -q --no-install-recommends -t "$suite" "rustc=$ver" "rust-src=$ver" \
+		"libstd-rust-dev=$ver" bindgen >"$work/sid-rustc.log" 2>&1
+	echo "  $fix: apt-get -s exit $as_given as given; with -t $suite and $suite's bindgen: exit $? in $((SECONDS - start)) s; rustc is now $(in_root rustc --version 2>&1), $(in_root bindgen --version 2>&1)"
 	cat "$work/sid-rustc.log" >>"$log"
 fi
 start=$SECONDS
