@@ -140,11 +140,12 @@ def make_plan(profile: str, lines: list[str] | None = None, repeat: int | None =
         jobs.append(Job("secureboot", lambda ctx: [str(TESTS / "secureboot/secureboot-world.sh"),
                                                    str(ctx.cache / "packages")],
                         "secureboot", data["jobs"]["secureboot"]["results"], deps=["setup", "packages"]))
-        # The cloud and rt flavours; make fullcheck adds the newest 7.x of sid (releases:*).
+        # The cloud and rt flavours; make fullcheck adds the rt boot's stress and the newest 7.x
+        # of sid (releases:*).
         full = profile == "full"
         fl = data["jobs"]["flavours"]
         jobs.append(Job("flavours", lambda ctx, full=full: [
-            str(TESTS / "flavours/flavours-world.sh"), *(["--releases"] if full else []),
+            str(TESTS / "flavours/flavours-world.sh"), *(["--full"] if full else []),
             str(ctx.cache / "packages")],
             "flavours", fl["results"] + (fl["full"] if full else []), deps=["setup", "packages"]))
     prev_world = "setup"
