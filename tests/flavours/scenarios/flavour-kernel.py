@@ -51,5 +51,6 @@ check("the root file system is on virtio (vda)", os.path.isdir("/sys/block/vda")
 # sleeps in atomic context ("BUG: scheduling while atomic"); the test kernels' lockdep judges
 # the order (tests/kernel/config.fragment).
 lockdep = os.path.exists("/proc/lockdep")
-say(f"  lockdep: {'in this kernel' if lockdep else 'not in this kernel: no lock-order verdict here'}")
+say("  lockdep: " + ("in this kernel" if lockdep
+                    else "not in this kernel: no lock-order verdict here"))
 finish()
