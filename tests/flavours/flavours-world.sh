@@ -15,7 +15,7 @@
 #      and the stock scenarios;
 #   4. with --full (make fullcheck): the rt boot runs the in-kernel stress races (29-stress) too,
 #      at make check's count, 500 a race (out of make check: on rt, reg-free's floor of
-#      invalidations, 1 % of the iterations, was missed in 1 of 4 runs, 3 of 500); and the
+#      invalidations, 1 % of the iterations, was missed in 1 of 5 runs, 3 of 500); and the
 #      newest 7.x of sid whose linux-source is in the archive is installed into the same root
 #      from sid (its headers need sid's gcc), with the Rust compiler its .config names, DKMS, a
 #      boot and the registration scenario (releases.sh).
