@@ -145,11 +145,13 @@ check:
 	tests/run.py check
 
 # make check in every world of the matrix on both kernel lines (tests/plan.toml, profile.full),
-# the doctor's and the packaged service's boots on both, and the in-kernel stress at 2000 per race.
+# the doctor's and the packaged service's boots on both, the in-kernel stress at 2000 per race, and
+# sid's newest 7.x kernel on the flavours world's Debian 13 machine (releases:*).
 fullcheck:
 	tests/run.py full
 
-# Only the stock world (part of make check): the packages on Debian 13's own 7.x kernel.
+# Only the stock worlds (part of make check): the packages on Debian 13's own 7.x kernel, under
+# Secure Boot, and its cloud and rt flavours.
 stocktest:
 	tests/run.py check --only stock
 

@@ -75,7 +75,8 @@ def main() -> int:
         label = {"host": "host and packaging checks", "stock": "stock Debian 13 kernel",
                  "secureboot": "stock kernel under Secure Boot",
                  "upgrade": "upgrade from Mellanox's 1.3",
-                 "conflict": "one peer client at a time (the service VM)"}.get(
+                 "conflict": "one peer client at a time (the service VM)",
+                 "flavours": "stock cloud and rt flavours (and sid's release)"}.get(
             g, f"kernel {ctx.krel(g) if f'world:{g}' in ctx.jobs else g}")
         print(f"{label}: {p} passed, {f} failed")
     failed = [r.name for r in results if not r.ok]

@@ -143,6 +143,14 @@ def make_plan(profile: str, lines: list[str] | None = None, repeat: int | None =
         jobs.append(Job("upgrade", lambda ctx: [str(TESTS / "upgrade/upgrade-world.sh"),
                                                 str(ctx.cache / "packages")],
                         "upgrade", data["jobs"]["upgrade"]["results"], deps=["setup", "packages"]))
+        # The cloud and rt flavours; make fullcheck adds the rt boot's stress and the newest 7.x
+        # of sid (releases:*).
+        full = profile == "full"
+        fl = data["jobs"]["flavours"]
+        jobs.append(Job("flavours", lambda ctx, full=full: [
+            str(TESTS / "flavours/flavours-world.sh"), *(["--full"] if full else []),
+            str(ctx.cache / "packages")],
+            "flavours", fl["results"] + (fl["full"] if full else []), deps=["setup", "packages"]))
     prev_world = "setup"
     for line in lines:
         def kp(ctx, line=line):
@@ -265,7 +273,7 @@ def planned_name(j: Job, r: str) -> str:
     <line>:<tag>:<result>, a line's other jobs' <line>:<result>, the rest as they report it."""
     if j.name.startswith("boot:"):
         return f"{j.group}:{j.name.split(':', 2)[-1]}:{r}"
-    return r if j.group in ("host", "stock", "secureboot", "upgrade") else f"{j.group}:{r}"
+    return r if j.group in ("host", "stock", "secureboot", "upgrade", "flavours") else f"{j.group}:{r}"
 
 
 def select(jobs: list[Job], patterns: list[str], only: str | None) -> list[Job]:
@@ -275,7 +283,7 @@ def select(jobs: list[Job], patterns: list[str], only: str | None) -> list[Job]:
     kunit_scenario = load().get("kunit", {}).get("scenario")
     for j in jobs:
         kind = ("vm" if j.vm or j.name.startswith(("world:", "setup", "sweep-report", "testing-report"))
-                else "stock" if j.name in ("stock", "secureboot", "upgrade", "packages", "setup")
+                else "stock" if j.name in ("stock", "secureboot", "upgrade", "flavours", "packages", "setup")
                 else "host")
         if only and only != kind and not (only == "stock" and j.name in ("packages", "setup")):
             continue
