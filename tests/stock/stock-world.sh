@@ -106,30 +106,10 @@ if [ -z "$bench" ]; then
 	umount "$root/mnt/ro" "$root/mnt/small"
 fi
 
-# Completed Rust trees are kept between runs, as the test kernels are: a tree completed by this
-# very scripts/rust-tree.sh is put back into the root's cache before the install that needs it.
-# rust-tree.sh then judges it as on any machine (its stamp: the headers' .config and
-# Module.symvers, the rustc) and completes it again if stale. NVPM_STOCK_FRESH_TREES=1 (or a
-# change to rust-tree.sh) completes them from the source package again.
-tree_cache=$NVPM_CACHE/stock/rust-trees
-tree_key=$(sha256sum "$top/scripts/rust-tree.sh" | cut -c1-16)
-root_trees=/var/cache/nv_peer_mem/rust-trees
-seed_tree() { # seed_tree RELEASE
-	local c=$tree_cache/$1
-	[ "${NVPM_STOCK_FRESH_TREES:-0}" = 0 ] && [ -d "$c" ] &&
-		[ "$(cat "$c.key" 2>/dev/null)" = "$tree_key" ] || return 0
-	mkdir -p "$root$root_trees"
-	cp -a "$c" "$root$root_trees/$1" || rm -rf "${root:?}$root_trees/$1"
-}
-keep_tree() { # keep_tree RELEASE: a tree completed in this run, for the next
-	local t=$root$root_trees/$1 c=$tree_cache/$1
-	[ -f "$t/.nv_peer_mem-stamp" ] || return 0
-	cmp -s "$t/.nv_peer_mem-stamp" "$c/.nv_peer_mem-stamp" && [ "$(cat "$c.key" 2>/dev/null)" = "$tree_key" ] &&
-		return 0
-	rm -rf "$c" "$c.key"
-	mkdir -p "$tree_cache"
-	cp -a "$t" "$c" && echo "$tree_key" >"$c.key"
-}
+# Completed Rust trees are kept between runs (seed_tree, keep_tree: machine.sh, which the other
+# worlds on the stock root share).
+# shellcheck source=machine.sh
+. "$here/machine.sh"
 # doc_figures RELEASE: the figures install.md gives a user to plan disk by, against this run's
 # tree: its size and the peak while it is completed, each within 25 % (times are never judged).
 doc_figures() {
