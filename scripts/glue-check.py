@@ -270,30 +270,26 @@ def self_test(src):
     problems, _ = check(src)
     if problems:
         failures.append(f"unmodified {src} already fails ({problems[0]})")
+    def plant(tmp, name, file, pattern, repl, flags, what, caught):
+        """A copy of src with PATTERN replaced once in FILE: its check must report CAUGHT."""
+        copy = pathlib.Path(tmp) / name
+        shutil.copytree(src, copy)
+        text = (copy / file).read_text()
+        planted = re.sub(pattern, repl, text, count=1, flags=flags)
+        if planted == text:
+            failures.append(f"cannot plant: no {what} in {file}")
+        (copy / file).write_text(planted)
+        problems, _ = check(copy)
+        if not any(p.startswith(caught) for p in problems):
+            failures.append(f"{what} planted in {file} passed ({problems})")
+
     with tempfile.TemporaryDirectory() as tmp:
         # One argument type changed in a copy of glue.rs.
-        copy = pathlib.Path(tmp) / "type"
-        shutil.copytree(src, copy)
-        rs = (copy / "glue.rs").read_text()
-        planted = re.sub(r"(fn nvpm_sg_set\(sg: \*mut c_void, dma: u64, len: )c_uint", r"\1u64",
-                         rs, count=1)
-        if planted == rs:
-            failures.append("cannot plant: no `fn nvpm_sg_set(..., len: c_uint)` in glue.rs")
-        (copy / "glue.rs").write_text(planted)
-        problems, _ = check(copy)
-        if not any(p.startswith("nvpm_sg_set: argument 3") for p in problems):
-            failures.append(f"nvpm_sg_set's len changed to u64 in glue.rs passed ({problems})")
+        plant(tmp, "type", "glue.rs", r"(fn nvpm_sg_set\(sg: \*mut c_void, dma: u64, len: )c_uint",
+              r"\1u64", 0, "nvpm_sg_set's len as u64", "nvpm_sg_set: argument 3")
         # One function dropped from a copy of glue.h.
-        copy = pathlib.Path(tmp) / "dropped"
-        shutil.copytree(src, copy)
-        h = (copy / "glue.h").read_text()
-        planted = re.sub(r"^u64 nvpm_now_ns\(void\);\n", "", h, count=1, flags=re.M)
-        if planted == h:
-            failures.append("cannot plant: no `u64 nvpm_now_ns(void);` line in glue.h")
-        (copy / "glue.h").write_text(planted)
-        problems, _ = check(copy)
-        if not any(p.startswith("nvpm_now_ns: declared in glue.rs, missing") for p in problems):
-            failures.append(f"nvpm_now_ns dropped from glue.h passed ({problems})")
+        plant(tmp, "dropped", "glue.h", r"^u64 nvpm_now_ns\(void\);\n", "", re.M,
+              "nvpm_now_ns dropped", "nvpm_now_ns: declared in glue.rs, missing")
     if failures:
         print(f"FAIL glue-canary: {'; '.join(failures)}")
     else:
