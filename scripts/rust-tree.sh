@@ -100,13 +100,23 @@ fi
 
 want_rustc=$(cfg CONFIG_RUSTC_VERSION_TEXT)
 have_rustc=$("$RUSTC" --version 2>/dev/null)
-# Debian: the apt version of rustc whose upstream part the kernel's rustc has.
+# Debian: the apt version of rustc whose upstream part the kernel's rustc has. When that is not
+# apt's candidate (sid's rustc for sid's kernel on trixie), "-t" its suite: apt would otherwise
+# take the rest of the toolchain from the suites it prefers and give up.
 rustc_fix() {
-	local up v
+	local up v suite candidate
 	up=$(echo "$want_rustc" | awk '{ print $2 }')
-	v=$(apt-cache madison rustc 2>/dev/null | awk -F'|' -v u="$up" '{ gsub(/ /, "", $2) } index($2, u "+") == 1 || $2 == u { print $2; exit }')
-	if [ -n "$v" ]; then echo "$(apt_fix "rustc=$v rust-src=$v libstd-rust-dev=$v")"
-	else echo "install $want_rustc and pass RUSTC=<its path>"; fi
+	read -r v suite < <(apt-cache madison rustc 2>/dev/null | awk -F'|' -v u="$up" '
+		{ gsub(/ /, "", $2); split($3, where, " "); sub(/\/.*/, "", where[2]) }
+		$3 ~ /Packages/ && (index($2, u "+") == 1 || $2 == u) { print $2, where[2]; exit }')
+	candidate=$(apt-cache policy rustc 2>/dev/null | awk '$1 == "Candidate:" { print $2 }')
+	if [ -z "$v" ]; then
+		echo "install $want_rustc and pass RUSTC=<its path>"
+	elif [ "$v" = "$candidate" ] || [ -z "$suite" ]; then
+		apt_fix "rustc=$v rust-src=$v libstd-rust-dev=$v"
+	else
+		apt_fix "-t $suite rustc=$v rust-src=$v libstd-rust-dev=$v"
+	fi
 }
 if [ -z "$have_rustc" ]; then
 	problem "no Rust compiler '$RUSTC': kernel $release was built with '$want_rustc' ($(rustc_fix))."
@@ -179,9 +189,10 @@ kmake=(make -C "$src" CC="$cc" HOSTCC="$cc" RUSTC="$RUSTC" BINDGEN="$BINDGEN")
 cp "$kdir/.config" "$src/.config"
 "${kmake[@]}" -s olddefconfig >"$work/olddefconfig.log" 2>&1 || refuse "make olddefconfig failed in $source: $(tail -n1 "$work/olddefconfig.log")."
 # The same options must come out, except those that only probe this machine's tools (whether
-# its OpenSSL, assembler or linker support something): they do not reach the Rust crates, whose
+# its OpenSSL, assembler or linker support something, and their versions: sid's 7.2.13 was
+# built with a newer binutils than trixie has): they do not reach the Rust crates, whose
 # symbols are checked below anyway.
-probe='^[<>] CONFIG_([A-Z0-9_]*_SUPPORTS_[A-Z0-9_]*|[A-Z0-9_]*_HAS_[A-Z0-9_]*|TOOLS_[A-Z0-9_]*|PAHOLE_VERSION)='
+probe='^[<>] CONFIG_([A-Z0-9_]*_SUPPORTS_[A-Z0-9_]*|[A-Z0-9_]*_HAS_[A-Z0-9_]*|TOOLS_[A-Z0-9_]*|PAHOLE_VERSION|AS_VERSION|LD_VERSION)='
 diff <(grep '^CONFIG_' "$kdir/.config" | sort) <(grep '^CONFIG_' "$src/.config" | sort) |
 	grep '^[<>]' >"$work/config.diff"
 if grep -Evq "$probe" "$work/config.diff"; then
