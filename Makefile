@@ -44,7 +44,7 @@ SERVICE_SRC = packaging/service
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(filter y,$(shell sed -n 's/^CONFIG_CC_IS_CLANG=//p' $(KDIR)/.config 2>/dev/null)),LLVM=$(or $(LLVM),1)) RUSTC=$(RUSTC) $(EXTRA_KMAKE)
 
-.PHONY: all modules preflight glue-check prerequisites clean install install-service install-dkms-source uninstall check fullcheck stocktest vmtest racetest stress soak demo bench test-kernel diagrams
+.PHONY: all modules preflight glue-check prerequisites loadable clean install install-service install-dkms-source uninstall check fullcheck stocktest vmtest racetest stress soak demo bench test-kernel diagrams
 
 all: modules
 
@@ -56,6 +56,13 @@ preflight:
 # a kernel instead of failing its build): preflight's checks, writing nothing.
 prerequisites:
 	@KDIR='$(KDIR)' RUSTC='$(RUSTC)' OFA_SYMVERS='$(OFA_SYMVERS)' KVER='$(KVER)' PREREQUISITES=1 \
+		NV_SYMVERS='$(if $(filter file,$(origin NV_SYMVERS)),,$(NV_SYMVERS))' scripts/preflight.sh
+
+# Whether a module already built for KDIR can load there: MLNX_OFED's and nvidia.ko's symbols
+# only (scripts/dkms-follow.sh keeps an installed module while this passes, whatever became of
+# the compiler or the Rust tree it was built with).
+loadable:
+	@KDIR='$(KDIR)' OFA_SYMVERS='$(OFA_SYMVERS)' KVER='$(KVER)' LOADABLE=1 \
 		NV_SYMVERS='$(if $(filter file,$(origin NV_SYMVERS)),,$(NV_SYMVERS))' scripts/preflight.sh
 
 # A distribution's headers built with Rust but shipped without its build artifacts (Debian's):

@@ -5,9 +5,10 @@
 # whose headers are installed:
 #   - nv_peer_mem not installed: "dkms install" builds it now. A kernel that still lacks
 #     something is skipped by dkms.conf with the reason (DKMS exit 77): not an error.
-#   - installed, but what it needs is gone (the driver or MLNX_OFED was removed for that
-#     kernel): "dkms unbuild", so that no module that cannot load stays installed. The next
-#     run after they come back builds it again.
+#   - installed, but what it needs to load is gone (the driver or MLNX_OFED was removed for
+#     that kernel; "make loadable"): "dkms unbuild", so that no module that cannot load stays
+#     installed. The next run after they come back builds it again. What only building needs
+#     (rustc, the Rust tree) is not asked: a new rustc leaves working modules alone.
 # A driver that is upgraded is DKMS's own work (BUILD_DEPENDS_REBUILD in dkms.conf).
 # usage: dkms-follow.sh   (as root; prints "nv_peer_mem: ..." lines, and DKMS's output)
 # Exits non-zero only when the module itself failed to build: a defect to see (design.md).
@@ -28,7 +29,7 @@ for build in /lib/modules/*/build; do
 	kver=${kver%/build}
 	status=$(dkms status -m "$module" -v "$version" -k "$kver" 2>/dev/null)
 	if grep -q ': installed' <<<"$status"; then
-		make -s -C "$src" prerequisites KVER="$kver" KDIR="$build" >/dev/null 2>&1 && continue
+		make -s -C "$src" loadable KVER="$kver" KDIR="$build" >/dev/null 2>&1 && continue
 		echo "$module: what nv_peer_mem needs left kernel $kver; its module is removed until it is back"
 		dkms unbuild -m "$module" -v "$version" -k "$kver" >/dev/null 2>&1 ||
 			dkms uninstall -m "$module" -v "$version" -k "$kver" >/dev/null 2>&1 || true

@@ -5,8 +5,14 @@
 # PREREQUISITES=1 (make prerequisites, which dkms.conf runs): a tree with Rust but without its
 # artifacts passes when scripts/rust-tree.sh can complete it, nothing is written (an empty
 # NV_SYMVERS is made in a temporary file), and the last line says how to build once fixed.
+# LOADABLE=1 (make loadable, which the package's trigger runs for a kernel that has the module
+# installed): only what a built module needs to load, MLNX_OFED's and nvidia.ko's symbols; what
+# building needs (rustc, the Rust tree) is not asked, since changing it does not unload or
+# break a module already built. Writes nothing.
 set -uo pipefail
 : "${KDIR:?}" "${RUSTC:=rustc}" "${OFA_SYMVERS:=}" "${NV_SYMVERS:=}" "${KVER:=}" "${PREREQUISITES:=0}"
+: "${LOADABLE:=0}"
+[ "$LOADABLE" = 0 ] || PREREQUISITES=1
 here=$(cd "$(dirname "$0")" && pwd)
 if [ -z "$NV_SYMVERS" ]; then
 	[ "$PREREQUISITES" = 1 ] || { echo "preflight.sh: NV_SYMVERS is not set" >&2; exit 2; }
@@ -27,7 +33,9 @@ IFS=. read -r major minor _ <<<"$release"
 if [ "${major:-0}" -lt 6 ] 2>/dev/null || { [ "$major" -eq 6 ] && [ "${minor%%[!0-9]*}" -lt 12 ]; }; then
 	problem "kernel $release is too old for Rust out-of-tree modules; known good: $KNOWN_GOOD."
 fi
-if [ "$(cfg CONFIG_RUST)" != y ]; then
+if [ "$LOADABLE" = 1 ]; then
+	: # built already: the compiler and the tree no longer matter
+elif [ "$(cfg CONFIG_RUST)" != y ]; then
 	problem "kernel $release was built without Rust (CONFIG_RUST is not set); nv_peer_mem needs $KNOWN_GOOD."
 elif [ "$PREREQUISITES" = 1 ] && [ ! -e "$KDIR/rust/libkernel.rmeta" ]; then
 	# rust-tree.sh says, one sentence each, what completing the tree lacks (rustc included).
@@ -62,7 +70,9 @@ if ! has_symbol "$NV_SYMVERS" nvidia_p2p_get_pages; then
 fi
 
 if [ "$problems" -gt 0 ]; then
-	if [ "$PREREQUISITES" = 1 ]; then
+	if [ "$LOADABLE" = 1 ]; then
+		echo "nv_peer_mem: $problems problem(s) above: the module built for kernel $release cannot load there." >&2
+	elif [ "$PREREQUISITES" = 1 ]; then
 		echo "nv_peer_mem: $problems problem(s) above: skipped for kernel $release, not failed; once they are fixed: dkms autoinstall -k $release" >&2
 	else
 		echo "nv_peer_mem: $problems problem(s) above; nothing was built." >&2

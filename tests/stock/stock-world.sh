@@ -453,6 +453,33 @@ if [ -n "$k612" ] && in_root update-initramfs -c -k "$k612" >>"$log" 2>&1; then
 	mount -t sysfs sysfs "$root/sys"
 else result FAIL stock-fallback-kernel "no 6.12 kernel ('$k612'), or update-initramfs -k $k612 failed; see $log"; fi
 
+# Another rustc after all that (the admin's newer toolchain; sid's, to build for sid's kernel):
+# its rust-src puts files under /usr/src, so our package's trigger runs dkms-follow.sh. The
+# module built for $kver still loads there, so it stays installed and dpkg succeeds. A stand-in
+# rustc that names another version (diverted, as an admin's local install would shadow it) and
+# a package with files under /usr/src, as rust-src has, make the change.
+rc_pkg=$work/nvpm-test-rust-src
+mkdir -p "$rc_pkg/DEBIAN" "$rc_pkg/usr/src/rustc-1.99.0"
+echo 'placeholder for a rust-src of another version' >"$rc_pkg/usr/src/rustc-1.99.0/README"
+printf 'Package: nvpm-test-rust-src\nVersion: 1.99.0\nArchitecture: all\nMaintainer: tests <tests@localhost>\nDescription: stands in for a rust-src of another version\n' \
+	>"$rc_pkg/DEBIAN/control"
+dpkg-deb -b "$rc_pkg" "$root/tmp/nvpm-test-rust-src.deb" >>"$log" 2>&1
+in_root dpkg-divert --quiet --local --rename --add /usr/bin/rustc >>"$log" 2>&1
+printf '#!/bin/sh\necho "rustc 1.99.0 (0000000000 2026-11-01)"\n' >"$root/usr/bin/rustc"
+chmod 755 "$root/usr/bin/rustc"
+in_root dpkg -i /tmp/nvpm-test-rust-src.deb >"$work/rustc-change.log" 2>&1
+rc=$?
+cat "$work/rustc-change.log" >>"$log"
+status=$(in_root dkms status -m nv_peer_mem -k "$kver" 2>&1)
+if [ $rc = 0 ] && grep -q "^nv_peer_mem/$version, $kver, x86_64: installed" <<<"$status" &&
+	ls "$root/lib/modules/$kver/updates/dkms/"nv_peer_mem.ko* >/dev/null 2>&1 &&
+	grep -q '^Processing triggers for nvidia-peer-memory-dkms' "$work/rustc-change.log"; then
+	result PASS rustc-change-keeps-module
+else result FAIL rustc-change-keeps-module "dpkg -i exit $rc; our trigger: $(grep -c '^Processing triggers for nvidia-peer-memory-dkms' "$work/rustc-change.log") run(s); dkms status for $kver: '$(paste -sd ';' <<<"$status")'; see $work/rustc-change.log"; fi
+in_root dpkg --purge nvpm-test-rust-src >>"$log" 2>&1
+rm -f "$root/usr/bin/rustc"
+in_root dpkg-divert --quiet --local --rename --remove /usr/bin/rustc >>"$log" 2>&1
+
 # The driver purged after all that: apt succeeds, and no nv_peer_mem.ko is left that could not
 # load; DKMS keeps the module (added) for the driver's return.
 in_root apt-get purge -y -q nvidia-kernel-dkms >"$work/purge-driver.log" 2>&1
