@@ -8,7 +8,8 @@
 #      whatever the headers need from sid comes along (their gcc, and the gcc runtime libraries
 #      it needs), and is reported; DKMS builds the doubles, and skips nv_peer_mem with
 #      rust-tree.sh's reason when trixie's rustc is not the one the kernel names;
-#   3. the fix that reason names (sid's rustc, rust-src and bindgen), then dkms autoinstall;
+#   3. the fix that reason names, as given (sid's rustc and rust-src, -t sid), with sid's
+#      bindgen, then dkms autoinstall;
 #   4. a boot of that kernel: stock-boot and the registration scenario.
 # Results releases:sid-<check> and releases:sid:<scenario>. A release that cannot be installed
 # fails releases:sid-apt with the unmet dependencies apt names: a finding for
@@ -54,22 +55,23 @@ fi
 # trixie's rustc is not the one sid's kernel was built with: nv_peer_mem is skipped with the fix.
 skip=$(grep -m1 "^nv_peer_mem: kernel $sid_k was built with '" "$work/sid-apt.log")
 echo "  ${skip:-no rustc problem reported for $sid_k}"
-fix=$(grep -o 'apt-get install rustc=[^)]*' <<<"$skip")
+fix=$(grep -o 'apt-get install [^)]*rustc=[^)]*' <<<"$skip")
 if [ -n "$fix" ]; then
-	# The fix, from the suite that has that version: as given, apt takes libstd-rust-1.97 from
-	# backports (priority 100) for sid's libstd-rust-dev (50) and gives up (2026-11-28); with
-	# -t that suite, and bindgen from there too (the kernel's .config names its version).
+	# The fix as rust-tree.sh gives it (with -t the suite that has that version), and bindgen
+	# from there too (olddefconfig records the bindgen it finds; the kernel's names sid's).
 	start=$SECONDS
-	ver=${fix#apt-get install rustc=}
-	ver=${ver%% *}
-	suite=$(in_root apt-cache policy rustc | awk -v v="$ver" '$1 == v || $2 == v { f = 1; next } f && /http/ { print $3; exit }' | cut -d/ -f1)
-	in_root apt-get install -s -q --no-install-recommends "rustc=$ver" "rust-src=$ver" "libstd-rust-dev=$ver" \
-		>"$work/sid-rustc-as-given.log" 2>&1
-	as_given=$?
-	in_root apt-get install -y -q --no-install-recommends -t "$suite" "rustc=$ver" "rust-src=$ver" \
-		"libstd-rust-dev=$ver" bindgen >"$work/sid-rustc.log" 2>&1
-	echo "  $fix: apt-get -s exit $as_given as given; with -t $suite and $suite's bindgen: exit $? in $((SECONDS - start)) s; rustc is now $(in_root rustc --version 2>&1), $(in_root bindgen --version 2>&1)"
+	read -ra fix_args <<<"${fix#apt-get install }"
+	in_root apt-get install -y -q --no-install-recommends "${fix_args[@]}" bindgen >"$work/sid-rustc.log" 2>&1
+	rc=$?
 	cat "$work/sid-rustc.log" >>"$log"
+	if [ $rc = 0 ] && [ -z "$(in_root dpkg --audit 2>&1)" ]; then
+		result PASS sid-rustc-fix
+		echo "  $fix bindgen: $((SECONDS - start)) s; rustc is now $(in_root rustc --version 2>&1), $(in_root bindgen --version 2>&1)"
+	else
+		result FAIL sid-rustc-fix "$fix bindgen: exit $rc: $(grep -E '^E: |Depends:' "$work/sid-rustc.log" | head -n 3 | paste -sd ' ' | tr -s ' ')"
+	fi
+else
+	result FAIL sid-rustc-fix "no 'apt-get install ... rustc=...' fix in rust-tree.sh's line: '${skip:-(none)}'"
 fi
 start=$SECONDS
 in_root dkms autoinstall -k "$sid_k" >"$work/sid-dkms.log" 2>&1
