@@ -21,7 +21,7 @@
 
 /*
  * Shown by modinfo and in /sys/module/nv_peer_mem/version (the service's status reads it); the
- * packaging tests check that it matches VERSION in nv_peer_mem_main.rs and dkms.conf.
+ * packaging tests check that it matches VERSION in clients.rs and dkms.conf.
  */
 MODULE_VERSION("1.4.0");
 

@@ -183,11 +183,12 @@ fi
 v_deb=$(sed -n '1s/^[^(]*(\([^)-]*\)-.*/\1/p' "$top/packaging/debian/changelog")
 v_spec=$(sed -n 's/^Version:[[:space:]]*//p' "$top/packaging/rpm/nvidia_peer_memory.spec")
 v_rust=$(sed -n 's/^pub(crate) const VERSION: &str = "\(.*\)";/\1/p' "$top/src/clients.rs")
+v_modinfo=$(sed -n 's/^MODULE_VERSION("\(.*\)");/\1/p' "$top/src/glue.c")
 if [ -n "$version" ] && [ "$v_deb" = "$version" ] && [ "$v_spec" = "$version" ] &&
-	[ "$v_rust" = "$version" ]; then
+	[ "$v_rust" = "$version" ] && [ "$v_modinfo" = "$version" ]; then
 	result PASS versions
 else
-	result FAIL versions "dkms.conf '$version', debian/changelog '$v_deb', spec '$v_spec', src VERSION '$v_rust'"
+	result FAIL versions "dkms.conf '$version', debian/changelog '$v_deb', spec '$v_spec', src VERSION '$v_rust', MODULE_VERSION '$v_modinfo'"
 fi
 
 exit $failed
