@@ -12,13 +12,11 @@
 #   3. what the machine needs of each flavour's config and initrd (the Intel IOMMU, virtio, the
 #      serial console), then one disk and two boots under systemd (stock-vm.sh): the cloud
 #      kernel, then the rt kernel, each with its own initrd, each running the flavour's check
-#      and the stock scenarios;
-#   4. with --full (make fullcheck): the rt boot runs the in-kernel stress races (29-stress) too,
-#      at make check's count, 500 a race (out of make check: on rt, reg-free's floor of
-#      invalidations, 1 % of the iterations, was missed in 1 of 5 runs, 3 of 500); and the
-#      newest 7.x of sid whose linux-source is in the archive is installed into the same root
-#      from sid (its headers need sid's gcc), with the Rust compiler its .config names, DKMS, a
-#      boot and the registration scenario (releases.sh).
+#      and the stock scenarios; the rt boot runs the in-kernel stress races (29-stress) too, at
+#      make check's count, 500 a race, since every spinlock there sleeps;
+#   4. with --full (make fullcheck): the newest 7.x of sid whose linux-source is in the archive
+#      is installed into the same root from sid (its headers need sid's gcc), with the Rust
+#      compiler its .config names, DKMS, a boot and the registration scenario (releases.sh).
 # usage: flavours-world.sh [--full] PACKAGES   (build-packages.sh's OUTDIR, holding deb/)
 # Prints "PASS flavours:<check>" / "FAIL flavours:<check>: <why>" lines (and releases:<check>
 # with --full); logs in $NVPM_CACHE/work/flavours.
@@ -184,7 +182,7 @@ boot() { # boot FLAVOUR SCENARIO...: results flavours:FLAVOUR:<scenario>
 # not named stock-*, and stock-boot judges what the boot loaded.
 {
 	boot cloud stock-boot stock-service flavour-kernel 03-register-dma 07-invalidate 13-free-races
-	boot rt stock-boot stock-service flavour-kernel 03-register-dma 07-invalidate 13-free-races ${full:+29-stress}
+	boot rt stock-boot stock-service flavour-kernel 03-register-dma 07-invalidate 13-free-races 29-stress
 } | tee "$work/boots.out"
 grep -q '^FAIL' "$work/boots.out" && failed=1
 echo "  flavours world: $((SECONDS - start_all)) s"

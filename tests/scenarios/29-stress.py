@@ -89,11 +89,15 @@ def out_int(key):
 def expect_race(unloaded=0):
     low = max(ITERS // 100, 1)
     callbacks = outcome("callbacks")
+    # PREEMPT_RT (the rt flavour's boot): fewer frees land inside a registration there, as low
+    # as 3 of 500 in reg-free (1 run in 5, 2026-11-28). One invalidation still shows the race
+    # ran, as in dereg-free. (/sys/kernel/realtime exists on PREEMPT_RT kernels only.)
+    low_inval = 1 if os.path.exists("/sys/kernel/realtime") else low
     expect("setup_reg_failed", "-eq", 0)
     expect("free_ok", "-eq", 2 * ITERS if this_race == "many" else ITERS)
     if this_race == "reg-free":
         expect("reg_ok", "-ge", low)
-        expect("nv_peer_mem.invalidations", "-ge", low)
+        expect("nv_peer_mem.invalidations", "-ge", low_inval)
         expect("dereg_ok", "-eq", outcome("reg_ok"), "each registration deregistered")
         efaults = (out_int("nv_peer_mem.err_not_mine")
                    + out_int("nv_peer_mem.err_freed_during_registration"))
@@ -121,7 +125,7 @@ def expect_race(unloaded=0):
         results.append(f"dereg_done={out_int('dereg_ok') + out_int('dereg_already_gone')}")
         expect("dereg_done", "-eq", n * ITERS,
                "each MR deregistered once, by the client or the core")
-        expect("nv_peer_mem.invalidations", "-ge", 1 if this_race == "dereg-free" else low)
+        expect("nv_peer_mem.invalidations", "-ge", 1 if this_race == "dereg-free" else low_inval)
         expect("hazards", "-le", callbacks, "one a free callback at most")
 
 
