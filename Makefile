@@ -122,9 +122,10 @@ install-service:
 
 # The module source as DKMS wants it, for dkms add/build/install (the packages use this too).
 install-dkms-source:
-	install -d $(DESTDIR)$(DKMS_SRC_DIR)/src $(DESTDIR)$(DKMS_SRC_DIR)/scripts
+	install -d $(DESTDIR)$(DKMS_SRC_DIR)/src/registration $(DESTDIR)$(DKMS_SRC_DIR)/scripts
 	install -m 644 dkms.conf Makefile Kbuild $(DESTDIR)$(DKMS_SRC_DIR)/
-	install -m 644 src/* $(DESTDIR)$(DKMS_SRC_DIR)/src/
+	install -m 644 src/*.rs src/*.c src/*.h $(DESTDIR)$(DKMS_SRC_DIR)/src/
+	install -m 644 src/registration/*.rs $(DESTDIR)$(DKMS_SRC_DIR)/src/registration/
 	install -m 755 scripts/preflight.sh scripts/nv-symvers.sh scripts/rust-tree.sh scripts/dkms-follow.sh $(DESTDIR)$(DKMS_SRC_DIR)/scripts/
 	install -m 644 scripts/glue-check.py $(DESTDIR)$(DKMS_SRC_DIR)/scripts/
 

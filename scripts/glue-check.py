@@ -8,7 +8,7 @@ Checks, in SRC (default: the src/ beside this script's directory):
     unsigned int -> c_uint, unsigned long -> c_ulong, size_t -> usize, bool, u32, u64, char ->
     c_char, void * -> *mut c_void, const T * -> *const T, struct xarray * ->
     *mut bindings::xarray, any other struct pointer -> an opaque *mut c_void, T ** -> *mut *mut);
-  - no other src/*.rs declares an nvpm_* function, every C file includes glue.h and none
+  - no other .rs file of src/ declares an nvpm_* function, every C file includes glue.h and none
     declares an nvpm_* prototype of its own, every C-defined function is defined in a C file.
 Prints "PASS glue:declarations: ..." or one "FAIL glue:declarations: ..." line per problem;
 exits 1 on any failure. Run by `make modules` (where python3 is present) and by make check
@@ -210,13 +210,14 @@ def check(src):
         problems.append(f"glue.rs has {len(blocks)} extern \"C\" blocks, not one")
     imported = rust_fns(" ".join(blocks))
     exported, rs_texts, c_texts = {}, {}, {}
-    for f in sorted(src.iterdir()):
+    for f in sorted(src.rglob("*")):
+        name = str(f.relative_to(src))
         if f.suffix == ".rs":
-            rs_texts[f.name] = f.read_text()
-            for name, sig in rust_exports(rs_texts[f.name]).items():
-                exported[name] = (sig, f.name)
+            rs_texts[name] = f.read_text()
+            for fn, sig in rust_exports(rs_texts[name]).items():
+                exported[fn] = (sig, name)
         elif f.suffix == ".c":
-            c_texts[f.name] = f.read_text()
+            c_texts[name] = f.read_text()
     for fname, text in rs_texts.items():
         if fname == "glue.rs":
             continue

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The module's state that its C entry points reach: the client operations ib_core calls
-//! (`client_ops.rs`), NVIDIA's free callback (`revoke.rs`) and the debugfs view
+//! (`client_ops.rs`), NVIDIA's free callback (`registration/revoke.rs`) and the debugfs view
 //! (`registrations_view.rs`). Module init publishes it before it registers a client or makes
 //! the view; exit takes it back after the view is gone and every client is unregistered.
 //!

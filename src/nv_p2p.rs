@@ -12,8 +12,8 @@
 //! - the persistent-pages entry points exist since R535, the capability symbol since R515.
 //!
 //! The wrappers never call NVIDIA on drop: which call releases an object depends on whether its
-//! free callback has run, which only the owner knows (see `context.rs`). Dropping one without
-//! releasing it is a bug that is logged.
+//! free callback has run, which only the owner knows (see `registration/context.rs`). Dropping
+//! one without releasing it is a bug that is logged.
 
 use core::ffi::{c_int, c_void};
 use core::ptr::NonNull;
@@ -205,7 +205,8 @@ impl PageTable {
 
     fn raw(&self) -> &RawPageTable {
         // SAFETY: the owner of `self` guarantees that NVIDIA has not freed the table: it reads
-        // tables only while their free callback cannot have returned (see `context.rs`).
+        // tables only while their free callback cannot have returned (see
+        // `registration/context.rs`).
         unsafe { self.raw.as_ref() }
     }
 

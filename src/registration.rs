@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What a registration is made of: its context, the phases it goes through and what each
-//! phase owns. The steps that move it between phases act on these from the files above
-//! (`context.rs`, `pinning.rs`, `mapping.rs`, `revoke.rs`); the rules they keep are in
-//! `context.rs`.
+//! One registration of GPU memory: what it is made of (its context, the phases it goes through
+//! and what each phase owns), here, and the steps that move it between phases, in
+//! `registration/`:
+//!
+//! - `context.rs`: what ib_core asks of it, from `acquire` to `release`, and the locking rules
+//!   every step keeps;
+//! - `pinning.rs`: pinning and unpinning, the calls into NVIDIA made with no lock held;
+//! - `mapping.rs`: `dma_map` and `dma_unmap`, the DMA mapping and the sg list made from it;
+//! - `revoke.rs`: NVIDIA's free callback.
+//!
+//! The steps are `impl Context` blocks; the rest of the crate sees only `Context` and the
+//! methods they give it.
 
 use core::ffi::c_int;
 use core::sync::atomic::AtomicU8;
@@ -16,6 +24,11 @@ use crate::module_ref::ModuleRef;
 use crate::nv_p2p::{DmaMapping, PageTable, GPU_PAGE_MASK, GPU_PAGE_SIZE};
 use crate::sg::SgCopy;
 use crate::stats::Held;
+
+mod context;
+mod mapping;
+mod pinning;
+mod revoke;
 
 /// Pinned GPU pages.
 pub(crate) struct Pin {

@@ -8,7 +8,7 @@ NVPM_WORLD_REUSE=1 . "$(dirname "$0")/build-world.sh"
 result() { # result PASS|FAIL name [detail]
 	if [ "$1" = PASS ]; then echo "PASS $2"; else echo "FAIL $2: ${3:-}" | paste -sd ' '; fi
 }
-if out=$("$HOST_RUSTFMT" --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$top"/src/*.rs 2>&1); then
+if out=$("$HOST_RUSTFMT" --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" "$top"/src/*.rs "$top"/src/*/*.rs 2>&1); then
 	result PASS rustfmt
 else result FAIL rustfmt "$(echo "$out" | head -20)"; fi
 

@@ -50,12 +50,12 @@ signature() {
 	put-twice) echo 'FAKE-VIOLATION: put_pages: page table of va=0x6d0000000000 was put by another thread while this call ran' ;;
 	esac
 }
-# bug_messages: every "bug: ..." message of the module (src/*.rs), as an ERE of the line the
+# bug_messages: every "bug: ..." message of the module (every .rs file of src/), as an ERE of the line the
 # kernel log shows ("nv_peer_mem: " and the message, each {} a value). The bug-line canary
 # must plant each one, so a message added to src/ without a canary fails here.
 bug_messages() {
 	# shellcheck disable=SC2016 # $ is the regular expression's, not the shell's
-	grep -ohE '"bug: ([^"\\]|\\[^n])*(\\n)?"' "$here"/../../src/*.rs |
+	grep -ohE '"bug: ([^"\\]|\\[^n])*(\\n)?"' "$here"/../../src/*.rs "$here"/../../src/*/*.rs |
 		sed -e 's/^"//' -e 's/"$//' -e 's/\\n$//' -e 's/[].[*^$()+?|\\]/\\&/g' -e 's/{[^}]*}/.*/g' \
 			-e 's/^/nv_peer_mem: /' -e 's/$/$/'
 }

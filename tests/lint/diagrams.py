@@ -54,7 +54,7 @@ def check_lifecycle(top):
 
 def src_names(top):
     names = set()
-    for f in (top / "src").iterdir():
+    for f in sorted((top / "src").rglob("*")):
         if f.suffix in (".rs", ".c"):
             names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", f.read_text()))
     return names

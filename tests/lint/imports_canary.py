@@ -15,26 +15,30 @@ def _cases(src):
     root = crate.names[crate.root] if crate.root else None
     cases = [
         ("unmodified", {}, None),
-        ("plain", {"registration.rs": "use crate::context::Context;\n"}, ["registration imports context"]),
-        ("grouped", {"registration.rs": "use crate::{context::Context};\n"}, ["registration imports context"]),
-        ("nested-group", {"registration.rs": "use crate::{sg::SgCopy, pinning::{self, Pinned as P}};\n"},
-         ["registration imports pinning"]),
-        ("renamed", {"registration.rs": "use crate::context as c;\n"}, ["registration imports context"]),
-        ("glob", {"registration.rs": "pub(crate) use crate::context::*;\n"}, ["registration imports context"]),
-        ("path-in-code", {"registration.rs": "fn planted() { let _ = crate::context::Context::claim; }\n"},
-         ["registration imports context"]),
-        ("super", {"registration.rs": "use super::context::Context;\n"}, ["registration imports context"]),
-        ("inline-module", {"registration.rs": "mod planted {\n    use super::super::context::Context;\n}\n"},
-         ["registration imports context"]),
+        # sg.rs is what registration.rs is built from; a step of registration/ imported by it
+        # closes a circle (registration/context uses registration, which uses sg).
+        ("plain", {"sg.rs": "use crate::registration::context::Context;\n"}, ["sg imports registration/context"]),
+        ("grouped", {"sg.rs": "use crate::{registration::context::Context};\n"},
+         ["sg imports registration/context"]),
+        ("nested-group", {"sg.rs": "use crate::{stats::Held, registration::{self, pinning::{self, Pinned as P}}};\n"},
+         ["sg imports registration/pinning"]),
+        ("renamed", {"sg.rs": "use crate::registration::context as c;\n"}, ["sg imports registration/context"]),
+        ("glob", {"sg.rs": "pub(crate) use crate::registration::context::*;\n"}, ["sg imports registration/context"]),
+        ("path-in-code", {"sg.rs": "fn planted() { let _ = crate::registration::context::Context::claim; }\n"},
+         ["sg imports registration/context"]),
+        ("super", {"sg.rs": "use super::registration::context::Context;\n"}, ["sg imports registration/context"]),
+        ("inline-module", {"sg.rs": "mod planted {\n    use super::super::registration::context::Context;\n}\n"},
+         ["sg imports registration/context"]),
         ("self-nested", {"registration.rs": "mod planted;\nuse self::planted::Planted;\n",
                          "registration/planted.rs": "use crate::registration::Context;\npub(crate) struct Planted;\n"},
          ["registration imports registration/planted", "registration/planted imports registration"]),
         ("super-nested", {"registration.rs": "mod planted;\nuse planted::Planted;\n",
                           "registration/planted.rs": "use super::Context;\npub(crate) struct Planted;\n"},
          ["registration imports registration/planted", "registration/planted imports registration"]),
-        ("not-code", {"registration.rs": "// use crate::context::Context;\n/* crate::context:: /* nested */ */\n"
-                                         "const PLANTED: &str = \"use crate::context::Context;\";\n"
-                                         "const PLANTED_RAW: &str = r#\"crate::context::X\"#;\n"}, None),
+        ("not-code", {"sg.rs": "// use crate::registration::context::Context;\n"
+                               "/* crate::registration::context:: /* nested */ */\n"
+                               "const PLANTED: &str = \"use crate::registration::context::Context;\";\n"
+                               "const PLANTED_RAW: &str = r#\"crate::registration::context::X\"#;\n"}, None),
     ]
     if root:
         # A file the root uses calls an item of the root; and one the root only declares does.

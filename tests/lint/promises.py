@@ -378,7 +378,7 @@ def names_message(line, cands):
 def src_formats(top):
     """Regexes of every string literal of src/ (format specifiers match anything)."""
     out = []
-    for p in sorted((top / "src").glob("*")):
+    for p in sorted((top / "src").rglob("*")):
         if p.suffix not in (".rs", ".c"):
             continue
         text = p.read_text()

@@ -7,8 +7,8 @@ use core::ffi::{c_int, c_void};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+use super::{Context, Mapping, Phase};
 use crate::nv_p2p::{DmaMapping, GPU_PAGE_SIZE};
-use crate::registration::{Context, Mapping, Phase};
 use crate::sg::SgCopy;
 use crate::stats::{count, Counter};
 

@@ -9,10 +9,10 @@ use kernel::prelude::*;
 use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::Arc;
 
+use super::{current_tgid, Context, Phase, Pin};
 use crate::client_kind::ClientKind;
 use crate::globals::Globals;
 use crate::nv_p2p::PageTable;
-use crate::registration::{current_tgid, Context, Phase, Pin};
 
 /// What pinning found once NVIDIA returned.
 pub(crate) enum Pinned<'a> {
@@ -59,7 +59,7 @@ impl Context {
                     PageTable::get_revocable(
                         self.va,
                         self.len,
-                        crate::revoke::free_callback,
+                        super::revoke::free_callback,
                         self.id as *mut c_void,
                     )
                 };

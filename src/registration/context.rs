@@ -20,10 +20,10 @@ use kernel::prelude::*;
 use kernel::sync::lock::{mutex::MutexBackend, Guard};
 use kernel::sync::Arc;
 
+use super::pinning::Pinned;
+use super::{current_tgid, Context, Phase, Pin};
 use crate::globals::Globals;
 use crate::nv_p2p::PageTable;
-use crate::pinning::Pinned;
-use crate::registration::{current_tgid, Context, Phase, Pin};
 use crate::stats::{count, count_nvidia_error, Counter, Held};
 
 impl Context {

@@ -21,8 +21,8 @@ use core::ffi::c_void;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
+use super::{Context, Mapping, Phase, Pin};
 use crate::globals::globals;
-use crate::registration::{Context, Mapping, Phase, Pin};
 
 /// What the callback took over from the registration.
 enum Revoked {
