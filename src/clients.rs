@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The PeerDirect clients the module can register with ib_core, and which of them is "nv_mem".
+//! The PeerDirect clients the module can register with ib_core, which of them is "nv_mem", and
+//! the set it registers at load.
+
+use kernel::prelude::*;
 
 use crate::client_kind::ClientKind;
 use crate::client_ops;
-use crate::peer_mem::PeerMemoryClientEx;
+use crate::peer_mem::{PeerMemoryClientEx, Registration};
+use crate::stats::StatsDir;
 
 /// The version ib_core shows in `/sys/kernel/mm/memory_peers/<client>/version`.
 pub(crate) const VERSION: &str = "1.4.0";
@@ -33,5 +37,49 @@ pub(crate) fn nv_mem(
         (&NV_MEM_LEGACY, ClientKind::Invalidating)
     } else {
         (&NV_MEM, ClientKind::Invalidating)
+    }
+}
+
+/// The clients registered with ib_core while the module is loaded, each with its counters.
+///
+/// # Invariants
+///
+/// `nc` is registered only beside an invalidating `main` (never with `persistent_api_support=1`
+/// in effect, which makes `main` itself the persistent client).
+pub(crate) struct Registered {
+    /// "nv_mem_nc", where nvidia.ko supports persistent pages. Declared first: unregistered
+    /// first.
+    _nc: Option<Registration>,
+    /// "nv_mem": invalidating, or persistent with `persistent_api_support=1`.
+    _main: Registration,
+}
+
+impl Registered {
+    /// Registers "nv_mem" (see [`nv_mem`]) and, unless it is the persistent client itself,
+    /// "nv_mem_nc" where nvidia.ko has persistent pages (`has_persistent`); adds each one's
+    /// counters to `stats` first. A failure unregisters what was registered (drop).
+    pub(crate) fn register(
+        stats: &StatsDir,
+        persistent_only: bool,
+        has_persistent: bool,
+        legacy: bool,
+    ) -> Result<Self> {
+        let (main, main_kind) = nv_mem(persistent_only, legacy);
+        stats.add_client(main_kind, main)?;
+        let main = Registration::register(main, main_kind == ClientKind::Invalidating)?;
+        let nc = if persistent_only {
+            None
+        } else if has_persistent {
+            stats.add_client(ClientKind::Persistent, &NV_MEM_NC)?;
+            Some(Registration::register(&NV_MEM_NC, false)?)
+        } else {
+            pr_info!("nvidia.ko offers no persistent pages: client nv_mem_nc not registered\n");
+            None
+        };
+        // INVARIANT: `nc` is `None` when `persistent_only`.
+        Ok(Self {
+            _nc: nc,
+            _main: main,
+        })
     }
 }

@@ -23,10 +23,9 @@ mod sg;
 mod slots;
 mod stats;
 
-use client_kind::ClientKind;
+use clients::Registered;
 use globals::Published;
 use nv_p2p::PersistentSupport;
-use peer_mem::Registration;
 use stats::StatsDir;
 
 // The `module!` macro took one `author` before Linux 6.13-ish and a list of `authors` since;
@@ -49,16 +48,15 @@ module! {
     license: "GPL",
 }
 
+/// The loaded module. Fields drop in order: the view first, then the clients (unregistering
+/// waits until ib_core has released every registration of a client), the counters, and last
+/// the state the entry points reach, when nothing can call in any more.
 struct NvPeerMem {
-    /// `/sys/kernel/debug/nv_peer_mem/registrations`; goes before the clients.
-    view: Option<registrations_view::View>,
+    /// `/sys/kernel/debug/nv_peer_mem/registrations`.
+    _view: registrations_view::View,
+    _clients: Registered,
     /// `/sys/module/nv_peer_mem/stats/`.
-    stats: StatsDir,
-    /// "nv_mem": invalidating, or persistent with `persistent_api_support=1`.
-    main: Option<Registration>,
-    /// "nv_mem_nc", where nvidia.ko supports persistent pages.
-    nc: Option<Registration>,
-    /// The state the entry points reach; dropped after the clients are unregistered.
+    _stats: StatsDir,
     _globals: Published,
 }
 
@@ -67,37 +65,15 @@ impl kernel::Module for NvPeerMem {
         peer_modules::refuse_beside_nvidia_peermem()?;
         let persistent = PersistentSupport::probe();
         let has_persistent = persistent.available();
-        let globals = Published::new(persistent, params::persistent_only())?;
-        let persistent_only = globals.persistent_only();
-        let mut this = Self {
-            view: None,
-            stats: StatsDir::create()?,
-            main: None,
-            nc: None,
-            _globals: globals,
-        };
-
         if params::persistent_only() && !has_persistent {
             pr_warn!("persistent_api_support=1 but nvidia.ko offers no persistent pages: registering the invalidating nv_mem instead\n");
         }
+        let globals = Published::new(persistent, params::persistent_only())?;
+        let persistent_only = globals.persistent_only();
+        let stats = StatsDir::create()?;
         let legacy = params::legacy_peerdirect();
-        let (main, main_kind) = clients::nv_mem(persistent_only, legacy);
-        this.stats.add_client(main_kind, main)?;
-        this.main = Some(Registration::register(
-            main,
-            main_kind == ClientKind::Invalidating,
-        )?);
-        // With persistent_api_support=1, nv_mem itself is the persistent client.
-        if !persistent_only {
-            if has_persistent {
-                this.stats
-                    .add_client(ClientKind::Persistent, &clients::NV_MEM_NC)?;
-                this.nc = Some(Registration::register(&clients::NV_MEM_NC, false)?);
-            } else {
-                pr_info!("nvidia.ko offers no persistent pages: client nv_mem_nc not registered\n");
-            }
-        }
-        this.view = Some(registrations_view::View::create());
+        let clients = Registered::register(&stats, persistent_only, has_persistent, legacy)?;
+        let view = registrations_view::View::create();
         pr_info!(
             "loaded, version {} ({} PeerDirect registration{})\n",
             clients::VERSION,
@@ -112,16 +88,11 @@ impl kernel::Module for NvPeerMem {
                 ""
             }
         );
-        Ok(this)
-    }
-}
-
-impl Drop for NvPeerMem {
-    fn drop(&mut self) {
-        drop(self.view.take());
-        // Unregistering waits until ib_core has released every registration of the client.
-        drop(self.nc.take());
-        drop(self.main.take());
-        // Nothing can call in any more: `_globals` is taken back and freed after this.
+        Ok(Self {
+            _view: view,
+            _clients: clients,
+            _stats: stats,
+            _globals: globals,
+        })
     }
 }
