@@ -455,7 +455,7 @@ def tables(cases):
                                                            "acquire (control)")):
                 r = scaling(cases, kind, pct)
                 if r:
-                    out.append(f"| {label} | {what} | {r[0]} | {r[1]} | {r[1] / r[0]:.2f}x |")
+                    out.append(f"| {label} | {what} | {r[0]:.1f} | {r[1]:.1f} | {r[1] / r[0]:.2f}x |")
         par = find(cases, kind="calibration-parallel")
         if par and par.get("single_best_ns") and par.get("a_best_ns") and par.get("b_best_ns"):
             # Two runs of the same work at once against one just before: throughput ratio.
