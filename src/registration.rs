@@ -116,8 +116,9 @@ pub(crate) struct Context {
     pub(crate) created_ns: u64,
     #[pin]
     pub(crate) phase: Mutex<Phase>,
-    /// For whom the registry keeps it (`registry::HeldFor` bits); changed only under the
-    /// registry's lock.
+    /// For whom the registry keeps it (`registry::HeldFor` bits); changed under the registry's
+    /// lock, but for the callback's bit while ib_core holds the context (`Registry::arm`,
+    /// `Registry::disarm_held`).
     pub(crate) held_for: AtomicU8,
     /// Keeps the module loaded for as long as ib_core or NVIDIA can call in for this context.
     _module: ModuleRef,

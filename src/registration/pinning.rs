@@ -65,7 +65,7 @@ impl Context {
                 };
                 if res.is_err() {
                     // NVIDIA did not keep the callback.
-                    drop(state.registry().disarm(self.id));
+                    state.registry().disarm_held(self);
                 }
                 res
             }
@@ -103,8 +103,10 @@ impl Context {
         let revocable = pin.table.is_revocable();
         pin.table.released();
         if revocable {
-            // Put from the pinning process: the pin is gone, NVIDIA will not call back.
-            drop(state.registry().disarm(self.id));
+            // Put from the pinning process: the pin is gone, NVIDIA will not call back (and is
+            // not calling back: the put waited for a callback that held its API lock, and the
+            // phase would say `Revoked`).
+            state.registry().disarm_held(self);
         }
         if let Err(e) = res {
             pr_err!(

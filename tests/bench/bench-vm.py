@@ -370,6 +370,97 @@ say(f"BENCH kind=calibration-parallel single_best_ns={single}"
     f" a_best_ns={best_of(cat('/tmp/calibrate-a'))} b_best_ns={best_of(cat('/tmp/calibrate-b'))}")
 put(COST_FILE, COST)
 
+# Profile: one 64 KiB registration and deregistration under ftrace's function_graph, from the
+# fake ib_core's bench loop three calls down; taken with 10 000 live registrations and with 1
+# (each after a "BENCH kind=profile live_registrations=N" line, by which report.py parts them).
+# The module's Rust functions are not traceable (rustc gives them no fentry call on x86), so what
+# shows is what they call: the kernel's functions and NVIDIA's, with their times, between the
+# loop's ktime reads that part the phases. A kernel without the tracer (the test kernels) prints
+# none.
+def profile_case(live):
+    say(f"BENCH kind=profile live_registrations={live}")
+    put(f"{T}/tracing_on", 0)
+    put(f"{T}/buffer_size_kb", 4096)
+    if not put(f"{T}/set_graph_function", "fake_bench"):
+        not_ok("profile: fake_bench is not traceable")
+        return
+    put(f"{T}/max_graph_depth", 3)
+    put(f"{T}/current_tracer", "function_graph")
+    put(f"{T}/options/funcgraph-tail", 1)
+    put(f"{T}/options/funcgraph-abstime", 1)
+    put(f"{T}/options/funcgraph-irqs", 0)
+    put(f"{T}/trace")
+    # Which lock each mutex_lock and mutex_unlock of this process takes or lets go, as kprobe
+    # events among the graph's lines: report.py finds the registry's lock among them and how
+    # long each phase held it. Without kprobe events the profile goes on without them.
+    events = lock_events(True)
+    put(f"{T}/tracing_on", 1)
+    if not ctl_ib(f"bench profile edu1 {VA} 0x10000 1"):
+        not_ok("profile run")
+    put(f"{T}/tracing_on", 0)
+    with open(f"{T}/trace", errors="replace") as f:
+        trace = f.read()
+    # Only now: removing a kprobe event empties the trace buffer.
+    if events:
+        lock_events(False)
+    for ln in lines(trace):
+        if not ln.startswith("#"):
+            say(f"PROFILE {ln}")
+    put(f"{T}/options/funcgraph-abstime", 0)
+    put(f"{T}/current_tracer", "nop")
+    put(f"{T}/set_graph_function")
+    put(f"{T}/max_graph_depth", 0)
+
+
+LOCK_PROBES = {"nvpm_lock": "mutex_lock", "nvpm_unlock": "mutex_unlock"}
+
+
+def lock_events(on):
+    """Turns the kprobe events on mutex_lock and mutex_unlock (the lock's address, this process
+    only) on, or off and away; whether they are on."""
+    if not on:
+        for name in LOCK_PROBES:
+            put(f"{T}/events/kprobes/{name}/enable", 0)
+        put(f"{T}/kprobe_events")
+        return False
+    if not os.path.exists(f"{T}/kprobe_events"):
+        say("BENCH kind=info profile_lock_events=no-kprobe-events")
+        return False
+    try:
+        # x86-64: the first argument, the mutex, is in %di.
+        with open(f"{T}/kprobe_events", "w") as f:
+            for name, fn in LOCK_PROBES.items():
+                f.write(f"p:{name} {fn} lock=%di:x64\n")
+                f.flush()
+        for name in LOCK_PROBES:
+            with open(f"{T}/events/kprobes/{name}/filter", "w") as f:
+                f.write(f"common_pid == {os.getpid()}\n")
+            with open(f"{T}/events/kprobes/{name}/enable", "w") as f:
+                f.write("1\n")
+    except OSError as e:
+        say(f"BENCH kind=info profile_lock_events=failed:{e.strerror.replace(' ', '-')}")
+        lock_events(False)
+        return False
+    return True
+
+
+T = "/sys/kernel/tracing"
+if not os.path.exists(f"{T}/available_tracers"):
+    T = "/sys/kernel/debug/tracing"
+try:
+    tracers = read(f"{T}/available_tracers").split()
+except OSError:
+    tracers = []
+PROFILING = "function_graph" in tracers
+if not PROFILING:
+    say("BENCH kind=info profile=no-function-graph-tracer")
+
+
+def profile(live):
+    if PROFILING:
+        with_buffer("contiguous", "0x10000", profile_case, live)
+
+
 # Lookup cost: 1 against 10 000 live registrations (of one 64 KiB buffer).
 ctl_nv("alloc 0x7f0080000000 0x10000 contiguous")
 
@@ -435,6 +526,7 @@ say("BENCH kind=info live_registrations="
 # machine's (NVIDIA's list walks, caches, the emulator's TLB).
 live_cases("10000")
 model_off(live_cases, "10000-model-off")
+profile(10000)
 ctl_ib("dereg-many 100 10000")
 # What the 10 000 deregistrations gave back: allocations of the rest of the kernel meanwhile do
 # not come back, so this is the steadier of the two figures.
@@ -459,51 +551,8 @@ for s in ("0x200000", "0x8000000"):
         ctl_ib("dereg 1")
     say(f"BENCH kind=invalidate size={int(s, 0)} iters={n}"
         f" invalidate_ns={tdiv(num(nv_stat('callback_ns')) - c0, n)}")
+profile(1)
 
-
-# Profile: one 64 KiB registration and deregistration under ftrace's function_graph, from the
-# fake ib_core's bench loop three calls down. The module's Rust functions are not traceable
-# (rustc gives them no fentry call on x86), so what shows is what they call: the kernel's
-# functions and NVIDIA's, with their times, between the loop's ktime reads that part the phases.
-# A kernel without the tracer (the test kernels) prints none.
-def profile_case():
-    put(f"{T}/tracing_on", 0)
-    put(f"{T}/buffer_size_kb", 4096)
-    if not put(f"{T}/set_graph_function", "fake_bench"):
-        not_ok("profile: fake_bench is not traceable")
-        return
-    put(f"{T}/max_graph_depth", 3)
-    put(f"{T}/current_tracer", "function_graph")
-    put(f"{T}/options/funcgraph-tail", 1)
-    put(f"{T}/options/funcgraph-abstime", 1)
-    put(f"{T}/options/funcgraph-irqs", 0)
-    put(f"{T}/trace")
-    put(f"{T}/tracing_on", 1)
-    if not ctl_ib(f"bench profile edu1 {VA} 0x10000 1"):
-        not_ok("profile run")
-    put(f"{T}/tracing_on", 0)
-    with open(f"{T}/trace", errors="replace") as f:
-        trace = f.read()
-    for ln in lines(trace):
-        if not ln.startswith("#"):
-            say(f"PROFILE {ln}")
-    put(f"{T}/options/funcgraph-abstime", 0)
-    put(f"{T}/current_tracer", "nop")
-    put(f"{T}/set_graph_function")
-    put(f"{T}/max_graph_depth", 0)
-
-
-T = "/sys/kernel/tracing"
-if not os.path.exists(f"{T}/available_tracers"):
-    T = "/sys/kernel/debug/tracing"
-try:
-    tracers = read(f"{T}/available_tracers").split()
-except OSError:
-    tracers = []
-if "function_graph" in tracers:
-    with_buffer("contiguous", "0x10000", profile_case)
-else:
-    say("BENCH kind=info profile=no-function-graph-tracer")
 # The calibration again, at the end: a factor that moved during the boot shows here.
 rc, end_line = calibrate(ROUNDS)
 if rc != 0:

@@ -2,23 +2,33 @@
 """Turn make bench's "BENCH key=value..." lines (from the VMs' console logs) into JSON lines,
 readable tables, SVG plots and the figures section of Documentation/performance.md.
 
-usage: report.py [--stock CONSOLE_LOG] [--test CONSOLE_LOG] OUT_DIR [PERFORMANCE_MD]
---stock: the boot of Debian's own kernel (the production configuration; its figures lead and
-the targets are judged on them); --test: the boot of the test kernel (KASAN, lockdep, kmemleak).
+usage: report.py [--stock CONSOLE_LOG]... [--test CONSOLE_LOG]... OUT_DIR [PERFORMANCE_MD]
+       report.py --drift CONSOLE_LOG
+--stock: a boot of Debian's own kernel (the production configuration; its figures lead and
+the targets are judged on them); --test: a boot of the test kernel (KASAN, lockdep, kmemleak).
+Given more than once, a kernel's boots are judged together: each figure is the median of the
+boots', shown with their range; each target is judged on the median, and a target that some
+boots meet and others miss is "not settled". A boot whose emulator speed moved by more than 20%
+between its first and last calibration is left out (stock-world.sh --bench boots again instead).
 Writes OUT_DIR/bench-KERNEL.jsonl and OUT_DIR/*-KERNEL.svg; prints the JSON lines and the
 tables; rewrites, for each kernel given, the part of PERFORMANCE_MD between
 "<!-- bench:KERNEL:begin -->" and "<!-- bench:KERNEL:end -->" (the other kernel's stays).
+--drift: prints how far the emulator's speed moved during that boot, and exits 1 when it moved
+by more than 20% (the boot is not to be judged), 0 otherwise.
 """
 import json
 import os
 import re
+import statistics
 import sys
 
-from profile_parse import parse_profile, profile_phases
+from profile_parse import parse_profile, profile_phases, registry_lock
 from svgplot import human, plots
 
 PHASES = ["acquire", "get_pages", "dma_map", "dma_unmap", "put_pages", "release"]
 FLOOR_PHASES = ["pin", "dma_map", "sg_fill", "dma_unmap", "unpin"]
+# A boot whose calibration at its end differs from its first by more than this is not judged.
+MAX_DRIFT = 0.20
 
 
 def parse_kv(text):
@@ -34,15 +44,22 @@ def parse_kv(text):
 
 
 def parse(log):
-    cases, profile = [], []
+    # The profiles' lines by live registrations: each "BENCH kind=profile" line starts one (an
+    # older log's lines, with no such line, are one profile with 1 live).
+    cases, profiles = [], []
     for line in open(log, errors="replace"):
         line = line.rstrip("\r\n")
         if line.startswith("PROFILE "):
-            profile.append(line[len("PROFILE "):])
+            if not profiles:
+                profiles.append((1, []))
+            profiles[-1][1].append(line[len("PROFILE "):])
             continue
         if not line.startswith("BENCH "):
             continue
         body = line[len("BENCH "):]
+        if body.startswith("kind=profile "):
+            profiles.append((parse_kv(body).get("live_registrations", 1), []))
+            continue
         head, *runs = re.split(r"\b(?:bench (?=tag=)|floor (?=va=))", body)
         case = parse_kv(head)
         runs = [parse_kv(r) for r in runs if r.strip()]
@@ -51,10 +68,17 @@ def parse(log):
         elif runs:
             case.update({k: v for k, v in runs[0].items() if k not in case})
         cases.append(derive(case))
-    if profile:
-        cases.append({"kind": "profile", "phases": [
-            {"phase": p, "traced_us": round(t, 2), "calls": {k: [n, round(u, 2)] for k, (n, u) in calls.items()}}
-            for p, calls, t in profile_phases(parse_profile(profile), PHASES)]})
+    for live, profile in profiles:
+        if profile:
+            roots = parse_profile(profile)
+            case = {"kind": "profile", "live_registrations": live, "phases": [
+                {"phase": p, "traced_us": round(t, 2),
+                 "calls": {k: [n, round(u, 2)] for k, (n, u) in calls.items()}}
+                for p, calls, t in profile_phases(roots, PHASES)]}
+            held = registry_lock(roots, profile, PHASES)
+            if held:
+                case["registry_lock"] = {p: [n, round(u, 2)] for p, (n, u) in held.items()}
+            cases.append(case)
     return cases
 
 
@@ -86,6 +110,11 @@ PHASE_CALLS = {"acquire": ["pin"], "get_pages": [], "dma_map": ["dma_map"], "dma
 def own_phases(m):
     """A one-pin module case's phases minus the NVIDIA time inside them (ns)."""
     return {p: m[p + "_ns"] - sum(m.get(f"nv_{k}_ns", 0) for k in PHASE_CALLS[p]) for p in PHASES}
+
+
+def grouped(n):
+    """10 000, as the page writes it."""
+    return f"{n:,}".replace(",", " ")
 
 
 def us(ns):
@@ -123,6 +152,71 @@ def best(cases, **kw):
     return min(found, key=lambda c: c["overhead_ns"]) if found else None
 
 
+def drift(cases):
+    """How far the emulator's speed moved during a boot: its calibration at the end against the
+    first (None without both)."""
+    c, e = find(cases, kind="calibration"), find(cases, kind="calibration-end")
+    if c and e and c.get("vm_best_ns") and e.get("vm_best_ns"):
+        return e["vm_best_ns"] / c["vm_best_ns"] - 1
+    return None
+
+
+# The fields that tell a boot's cases apart.
+KEY = ("kind", "case", "layout", "size", "cost_pct", "live_registrations")
+
+
+def number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def one_per_key(cases):
+    """A boot's cases, one per key: of the cost model off's three runs the one with the least
+    overhead (as best() picks), and the info lines as one."""
+    out = {}
+    for c in cases:
+        # The cost model's scale, on or off (when on, it is the boot's own factor).
+        k = tuple(bool(c.get(f)) if f == "cost_pct" else c.get(f) for f in KEY)
+        if k not in out:
+            out[k] = dict(c)
+        elif c.get("kind") == "info":
+            out[k].update(c)
+        elif "overhead_ns" in c and c["overhead_ns"] < out[k].get("overhead_ns", float("inf")):
+            out[k] = dict(c)
+    return out
+
+
+def merge_boots(boots):
+    """One set of cases from several boots' (each a list of cases): every number the median of
+    the boots' figures, with (least, greatest) in the case's "range"; anything else (texts, the
+    threads' runs, the profiles) from the first boot that has the case."""
+    if len(boots) == 1:
+        return boots[0]
+    per = [one_per_key(b) for b in boots]
+    merged = []
+    for k in dict.fromkeys(k for p in per for k in p):
+        have = [p[k] for p in per if k in p]
+        c = dict(have[0], range={}, boots=len(have))
+        for f, v in have[0].items():
+            vals = [h[f] for h in have if number(h.get(f))]
+            if f in KEY or not number(v) or len(vals) != len(have):
+                continue
+            med = statistics.median(vals)
+            # Counts stay whole numbers.
+            c[f] = round(med) if all(isinstance(v, int) for v in vals) else med
+            c["range"][f] = (min(vals), max(vals))
+        merged.append(c)
+    return merged
+
+
+def spread(c, field, conv):
+    """C's FIELD through CONV, with its range over the boots where they differ."""
+    text = conv(c[field])
+    r = c.get("range", {}).get(field)
+    if r and conv(r[0]) != conv(r[1]):
+        text += f" ({conv(r[0])} to {conv(r[1])})"
+    return text
+
+
 def live_cases(cases, suffix=""):
     """(module, floor) cases of the live-registration bench: 1 live, 10 000 live, and 1 again
     after the 10 000 (None where the log has no such case); SUFFIX "-model-off" for the same
@@ -155,10 +249,25 @@ def live_change(cases, suffix):
     return r, f"{r:+.1%}{how}{ctl}"
 
 
+def lock_held(prof):
+    """(sections, us) the registry's lock was held in a profiled registration, or None."""
+    rl = prof.get("registry_lock") if prof else None
+    if not rl or not sum(n for n, _ in rl.values()):
+        return None
+    return sum(n for n, _ in rl.values()), sum(u for _, u in rl.values())
+
+
+def own_traced(prof):
+    """The us a profiled registration spent outside NVIDIA's calls (the core's own steps in)."""
+    return sum(ph["traced_us"] - sum(u for k, (_, u) in ph["calls"].items() if k.startswith("nvidia_p2p_"))
+               for ph in prof["phases"])
+
+
 def scaling(cases, kind, pct):
     """(registrations/s with 1 thread, with 2) of KIND ("threads": the module, "floor-threads")."""
-    one = find(cases, kind=kind, case="1-thread", cost_pct=pct)
-    two = find(cases, kind=kind, case="2-threads", cost_pct=pct)
+    # The model on or off: its scale is the boot's factor, which differs from boot to boot.
+    one, two = (next((c for c in matching(cases, kind=kind, case=n) if bool(c.get("cost_pct")) == bool(pct)),
+                     None) for n in ("1-thread", "2-threads"))
     if one and two and one.get("registrations_per_s") and two.get("registrations_per_s"):
         return one["registrations_per_s"], two["registrations_per_s"]
     return None
@@ -182,7 +291,8 @@ def tables(cases):
         ratio = m["register_ns"] / p["register_ns"] if p else float("nan")
         ovf = m["overhead_ns"] / f["total_ns"] if f else float("nan")
         out.append(f"| {human(s)} | {us(m['register_ns'])} | {us(m['deregister_ns'])} | {us(m['nvidia_ns'])} "
-                   f"| {us(m['overhead_ns'])} | {native_us(m['overhead_ns'], f_emu)} "
+                   f"| {spread(m, 'overhead_ns', us)} "
+                   f"| {spread(m, 'overhead_ns', lambda ns: native_us(ns, f_emu))} "
                    f"| {us(f['total_ns']) if f else '-'} | {us(f['overhead_ns']) if f else '-'} "
                    f"| {ovf:.1%} | {us(p['register_ns']) if p else '-'} | {ratio:.2f} "
                    f"| {m['pin_calls']} ({p['pin_calls'] if p else '-'}) |")
@@ -236,8 +346,9 @@ def tables(cases):
             own = own_phases(m)
             on = find(cases, kind="module", case="one-pin", layout="contiguous", size=s)
             fon = find(cases, kind="floor", layout="contiguous", size=s)
-            cells = [us(own[p]) for p in PHASES] + [us(m["overhead_ns"]), native_us(m["overhead_ns"], f_emu),
-                                                    us(f["overhead_ns"])]
+            cells = [us(own[p]) for p in PHASES] + [
+                spread(m, "overhead_ns", us), spread(m, "overhead_ns", lambda ns: native_us(ns, f_emu)),
+                spread(f, "overhead_ns", us)]
             cells += [us(on["overhead_ns"]) if on else "-", us(fon["overhead_ns"]) if fon else "-"]
             cells += [f"{on['overhead_ns'] / m['overhead_ns']:.1f}x" if on and m["overhead_ns"] > 0 else "-",
                       f"{fon['overhead_ns'] / f['overhead_ns']:.1f}x" if fon and f["overhead_ns"] > 0 else "-"]
@@ -245,13 +356,18 @@ def tables(cases):
         out.append("")
         out.append("*The module's own:* the phases, the total and its native-equivalent (divided by the "
                    "emulator's factor). The floor's columns are the control.\n")
-    prof = find(cases, kind="profile")
-    if prof and prof["phases"]:
-        out.append("### Profile of one 64 KiB registration (ftrace function_graph), microseconds\n")
+    profs = sorted(matching(cases, kind="profile"), key=lambda c: c.get("live_registrations", 1))
+    for prof in (p for p in profs if p["phases"]):
+        live = prof.get("live_registrations", 1)
+        out.append(f"### Profile of one 64 KiB registration with {grouped(live)} live "
+                   f"registration{'s' * (live != 1)} (ftrace function_graph), microseconds\n")
         out.append("What the module's phases call, three calls down from the core's bench loop, as traced: the "
                    "tracer's own cost inflates every figure. The module's Rust functions are not traceable, so "
                    "each phase's remainder is its Rust code, the calls inlined into it and the tracer's own "
-                   "entry and exit work.\n")
+                   "entry and exit work. Each `mutex_lock` is the registry's lock or a context's phase lock; "
+                   "each `__rcu_read_lock` a walk of the registry's XArray (`xa_load`, not traced itself)"
+                   + (f"; the first boot's profile of the {prof['boots']}" if prof.get("boots", 1) > 1 else "")
+                   + ".\n")
         out.append("| phase | traced | calls (count) time |")
         out.append("|---|---|---|")
         for ph in prof["phases"]:
@@ -263,6 +379,39 @@ def tables(cases):
         out.append("")
         out.append("*Both:* the NVIDIA calls (nvidia_p2p_*) follow the cost model; the rest is the module's and "
                    "the kernel's work for it, and in acquire and release the core's client lookup.\n")
+        held = lock_held(prof)
+        if held:
+            n, u = held
+            out.append(f"The registry's lock in this registration (kprobe events on `mutex_lock` and "
+                       f"`mutex_unlock`; the registry's is the lock get_pages takes first): taken {n} times, "
+                       f"held {u:.1f} us in all ("
+                       + "; ".join(f"{p_} {c} ({t:.1f})" for p_, (c, t) in prof["registry_lock"].items() if c)
+                       + f"), {native_us(u * 1000, f_emu)} us native-equivalent. An upper bound: each section "
+                       "runs from `mutex_lock`'s entry to `mutex_unlock`'s and holds the tracer's own work.\n")
+    if len(profs) == 2 and all(p["phases"] for p in profs):
+        # Where the live registrations' cost goes: each phase's traced time and its calls that are
+        # not NVIDIA's (whose time the cost model sets), 1 live against the most.
+        a, b = ({ph["phase"]: ph for ph in p["phases"]} for p in profs)
+
+        def own(ph):
+            return ph["traced_us"] - sum(u for k, (_, u) in ph["calls"].items() if k.startswith("nvidia_p2p_"))
+
+        out.append(f"### The two profiles side by side: {grouped(profs[0]['live_registrations'])} against "
+                   f"{grouped(profs[1]['live_registrations'])} live registrations, microseconds\n")
+        out.append("| phase | traced, 1 live | traced, many live | without NVIDIA's calls, 1 live "
+                   "| without NVIDIA's calls, many live | difference |")
+        out.append("|---|---|---|---|---|---|")
+        for p_ in PHASES:
+            if p_ in a and p_ in b:
+                d = own(b[p_]) - own(a[p_])
+                out.append(f"| {p_} | {a[p_]['traced_us']:.1f} | {b[p_]['traced_us']:.1f} | {own(a[p_]):.1f} "
+                           f"| {own(b[p_]):.1f} | {d:+.1f} |")
+        total_a = sum(own(ph) for ph in a.values())
+        total_b = sum(own(ph) for ph in b.values())
+        out.append(f"| all | | | {total_a:.1f} | {total_b:.1f} | {total_b - total_a:+.1f} |")
+        out.append("")
+        out.append("*One registration each, under the tracer:* a single run, so a difference of a few "
+                   "microseconds is within the emulator's noise.\n")
     out.append("### Layouts, microseconds per registration and deregistration\n")
     out.append("| layout | size | module total | inside NVIDIA | module overhead | floor | overhead / floor "
                "| sg entries | bytes held |")
@@ -306,12 +455,26 @@ def tables(cases):
                                                            "acquire (control)")):
                 r = scaling(cases, kind, pct)
                 if r:
-                    out.append(f"| {label} | {what} | {r[0]} | {r[1]} | {r[1] / r[0]:.2f}x |")
+                    out.append(f"| {label} | {what} | {r[0]:.1f} | {r[1]:.1f} | {r[1] / r[0]:.2f}x |")
         par = find(cases, kind="calibration-parallel")
         if par and par.get("single_best_ns") and par.get("a_best_ns") and par.get("b_best_ns"):
             # Two runs of the same work at once against one just before: throughput ratio.
             sp = 2 * par["single_best_ns"] / max(par["a_best_ns"], par["b_best_ns"])
             out.append(f"| - | calibrate.c, two processes (the emulator's control) | 1 | {sp:.2f} | {sp:.2f}x |")
+        one = next((p for p in matching(cases, kind="profile") if p.get("live_registrations", 1) == 1), None)
+        held = lock_held(one)
+        if held and own_traced(one) > 0:
+            # Amdahl's bound with the registry's lock as the only serial part.
+            share = held[1] / own_traced(one)
+            out.append("")
+            out.append(f"On paper, with real parallel CPUs: the module serialises registrations only on its "
+                       f"registry's lock, held {held[1]:.1f} us per registration in the profile ({held[0]} "
+                       f"sections, {native_us(held[1] * 1000, f_emu)} us native-equivalent, an upper bound) of "
+                       f"the {own_traced(one):.1f} us it spends outside NVIDIA's calls there ({share:.0%}). "
+                       f"Were that the only serial part, two threads would reach "
+                       f"{1 / (share + (1 - share) / 2):.2f}x of one. NVIDIA's API lock and ib_core's "
+                       "acquire mutex serialise more (the floors below the table show how much here); TCG's "
+                       "figures above are what two emulated vCPUs give.")
         out.append("")
         out.append("*The module's own:* the speed-up with the cost model off. Beside it, three controls: the floor "
                    "(the P2P calls alone, under the fake's API lock); the floor with each pin made under one mutex, "
@@ -329,8 +492,8 @@ def tables(cases):
         rows += [(f"{n}, cost model off", m, f) for n, m, f in
                  (("1", o1, g1), ("10 000", o2, g2), ("1, after the 10 000", o3, g3)) if m]
         for n, m, f in rows:
-            out.append(f"| {n} | {us(m['total_ns'])} | {us(m['nvidia_ns'])} | {us(m['overhead_ns'])} "
-                       f"| {us(f['total_ns']) if f else '-'} | {us(f['overhead_ns']) if f else '-'} |")
+            out.append(f"| {n} | {us(m['total_ns'])} | {us(m['nvidia_ns'])} | {spread(m, 'overhead_ns', us)} "
+                       f"| {us(f['total_ns']) if f else '-'} | {spread(f, 'overhead_ns', us) if f else '-'} |")
         out.append("")
         out.append("*The module's own:* module overhead. The floor keeps no registry: its own part growing "
                    "beside the module's is the machine's (NVIDIA's lists, caches, the emulator's TLB). The "
@@ -375,24 +538,27 @@ def class_bytes(cases):
     return total, " + ".join(parts)
 
 
-def targets(cases):
-    """The targets of make bench (Documentation/performance.md), judged on one kernel's figures."""
+def target_rows(cases):
+    """The targets of make bench (Documentation/performance.md) on one boot's figures: for each,
+    its name, the text, whether the boot meets it, and the figure it is judged on with the test
+    and the format (None where the figure is no number)."""
     rows = []
     f_emu = factor(cases)
 
-    def row(name, value, ok):
-        rows.append(f"| {name} | {value} | {'met' if ok else 'missed'} |")
+    def row(name, value, ok, x=None, test=None, fmt=None):
+        rows.append({"name": name, "text": value, "ok": bool(ok), "x": x, "test": test, "fmt": fmt})
 
     m = find(cases, kind="module", case="one-pin", layout="contiguous", size=0x200000)
     if m:
         row("NVIDIA pin calls per registration: 1", f"{m['pin_calls']} (unpins {m['unpin_calls']})",
-            m["pin_calls"] == 1)
+            m["pin_calls"] == 1, m["pin_calls"], lambda v: v == 1, lambda v: f"{v:g}")
     for s in (0x200000, 0x40000000):
         a = find(cases, kind="module", case="one-pin", layout="contiguous", size=s)
         b = find(cases, kind="module", case="probe-then-pin", layout="contiguous", size=s)
         if a and b:
             r = a["register_ns"] / b["register_ns"]
-            row(f"registration time {human(s)} <= 0.5x probe-then-pin", f"{r:.2f}x", r <= 0.5)
+            row(f"registration time {human(s)} <= 0.5x probe-then-pin", f"{r:.2f}x", r <= 0.5, r,
+                lambda v: v <= 0.5, lambda v: f"{v:.2f}x")
     # The module's own part is judged on its own work (the cost model off: see "The module's own
     # work"); the same ratio with the model on, which the emulator's slowdown after each long
     # NVIDIA call inflates for the floor as much, stands beside it.
@@ -414,10 +580,12 @@ def targets(cases):
         if worst:
             row(f"module overhead <= 2% of the floor ({layout}, worst size)",
                 f"{worst[0]:.1%} at {human(worst[1])} (its own work, cost model off, / the floor); with the "
-                f"model on, {worst_on[0]:.1%} at {human(worst_on[1])}", worst[0] <= 0.02)
+                f"model on, {worst_on[0]:.1%} at {human(worst_on[1])}", worst[0] <= 0.02, worst[0],
+                lambda v: v <= 0.02, lambda v: f"{v:.1%}")
         elif worst_on:
             row(f"module overhead <= 2% of the floor ({layout}, worst size)",
-                f"{worst_on[0]:.1%} at {human(worst_on[1])}", worst_on[0] <= 0.02)
+                f"{worst_on[0]:.1%} at {human(worst_on[1])}", worst_on[0] <= 0.02, worst_on[0],
+                lambda v: v <= 0.02, lambda v: f"{v:.1%}")
     own = [m for m, _ in (own_work(cases, "contiguous", s) for s in
                           sorted({c["size"] for c in cases if c.get("case") == "model-off"})) if m]
     on = [c for c in cases if c.get("kind") == "module" and c.get("case") == "one-pin"
@@ -431,13 +599,15 @@ def targets(cases):
         row("module's own cost per registration <= 5 us native-equivalent (64 KiB; worst size beside)",
             f"{native_us(one['overhead_ns'], f_emu)} us ({us(one['overhead_ns'])} us / factor {f_emu:.1f}, cost "
             f"model off); {native_us(w['overhead_ns'], f_emu)} us at {human(w['size'])}; with the model on, "
-            f"{native_us(one_on['overhead_ns'], f_emu)} us", one["overhead_ns"] / f_emu <= 5000)
+            f"{native_us(one_on['overhead_ns'], f_emu)} us", one["overhead_ns"] / f_emu <= 5000,
+            one["overhead_ns"] / f_emu / 1000, lambda v: v <= 5, lambda v: f"{v:.2f} us")
     off, on = live_change(cases, "-model-off"), live_change(cases, "")
     if off or on:
         r, text = off or on
         if off and on:
             text += f" (cost model off); with the model on, {on[1]}"
-        row("module overhead with 10 000 live registrations within 5% of 1", text, abs(r) <= 0.05)
+        row("module overhead with 10 000 live registrations within 5% of 1", text, abs(r) <= 0.05, r,
+            lambda v: abs(v) <= 0.05, lambda v: f"{v:+.1%}")
     mem, rel = find(cases, kind="memory"), find(cases, kind="memory-released")
     per_class = class_bytes(cases)
     if mem and per_class:
@@ -450,21 +620,52 @@ def targets(cases):
         totals = f"; caches' totals: {mem['measured_bytes']} grown" + (
             f", {rel['released_bytes']} given back" if rel else "")
         row("bytes held, measured from the allocator, within 10% of the computed figure",
-            f"{got} ({detail}), {mem['computed_bytes']} computed ({r:+.1%}){totals}", abs(r) <= 0.10)
+            f"{got} ({detail}), {mem['computed_bytes']} computed ({r:+.1%}){totals}", abs(r) <= 0.10, r,
+            lambda v: abs(v) <= 0.10, lambda v: f"{v:+.1%}")
     else:
         row("bytes held, measured from the allocator, within 10% of the computed figure", "not measured", False)
     h = find(cases, kind="held", case="one-pin", layout="contiguous", size=0x40000000)
     if h:
-        row("1 GiB contiguous: 1 sg entry, <= 1 KiB held", f"{h['sg_entries']} entry, {h['bytes']} bytes",
-            h["sg_entries"] == 1 and h["bytes"] <= 1024)
+        entries = h["sg_entries"]
+        row("1 GiB contiguous: 1 sg entry, <= 1 KiB held", f"{entries} entry, {h['bytes']} bytes",
+            entries == 1 and h["bytes"] <= 1024, h["bytes"], lambda v: entries == 1 and v <= 1024,
+            lambda v: f"{v:g} bytes")
     mod, flo = scaling(cases, "threads", 0), scaling(cases, "floor-threads", 0)
     core = scaling(cases, "floor-core-lock-threads", 0)
     if mod:
         r = mod[1] / mod[0]
         ctl = f"; the floor's own: {flo[1] / flo[0]:.2f}x" if flo else ""
         ctl += f"; the floor with its pins under ib_core's acquire lock: {core[1] / core[0]:.2f}x" if core else ""
-        row("2 threads >= 1.7x 1 thread (cost model off)", f"{r:.2f}x{ctl}", r >= 1.7)
-    return "| target | measured | |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+        row("2 threads >= 1.7x 1 thread (cost model off)", f"{r:.2f}x{ctl}", r >= 1.7, r, lambda v: v >= 1.7,
+            lambda v: f"{v:.2f}x")
+    return rows
+
+
+def targets(boots):
+    """The targets judged on the boots' figures: on the one boot's, or on the median of several
+    boots', where a target that some boots meet and others miss is "not settled"."""
+    per = [target_rows(b) for b in boots]
+    out = []
+    for name in dict.fromkeys(r["name"] for rows in per for r in rows):
+        rs = [r for rows in per for r in rows if r["name"] == name]
+        if len(boots) == 1:
+            out.append(f"| {name} | {rs[0]['text']} | {'met' if rs[0]['ok'] else 'missed'} |")
+            continue
+        oks = {r["ok"] for r in rs}
+        some = "" if len(rs) == len(boots) else f" (in {len(rs)} of the {len(boots)} boots)"
+        if any(r["x"] is None for r in rs):
+            verdict = "not settled" if len(oks) > 1 else ("met" if oks == {True} else "missed")
+            out.append(f"| {name} | {'; '.join(r['text'] for r in rs)}{some} | {verdict} |")
+            continue
+        rs.sort(key=lambda r: r["x"])
+        med = statistics.median(r["x"] for r in rs)
+        fmt, ok = rs[0]["fmt"], rs[0]["test"](med)
+        # Settled when every boot is on the median's side of the bound.
+        verdict = ("met" if ok else "missed") if oks == {ok} else "not settled"
+        text = (f"**{fmt(med)}**, the median of {len(rs)} boots{some} (range {fmt(rs[0]['x'])} to "
+                f"{fmt(rs[-1]['x'])}); the median boot: {rs[(len(rs) - 1) // 2]['text']}")
+        out.append(f"| {name} | {text} | {verdict} |")
+    return "| target | measured | |\n|---|---|---|\n" + "\n".join(out) + "\n"
 
 
 def calibration_text(cases):
@@ -487,15 +688,39 @@ def calibration_text(cases):
     return text + "\n"
 
 
-def section(title, cases):
+def boots_text(boots, dropped):
+    """The boots behind the figures: each one's factor and how far the emulator's speed moved
+    during it; the ones left out for that."""
+    out = [f"Figures over {len(boots)} boots, each booted afresh: every figure below is the median of the "
+           "boots' figures, followed in brackets by their range where the boots differ (tables with no range "
+           "are medians too); every target is judged on its median, and is \"not settled\" where some boots "
+           f"meet it and others miss it. A boot whose emulator speed moved by more than {MAX_DRIFT:.0%} between "
+           "its first and last calibration is booted again and not judged.\n",
+           "| boot | the emulator's factor | speed moved during the boot | |", "|---|---|---|---|"]
+    for n, (cases, judged) in enumerate([(b, True) for b in boots] + [(b, False) for b in dropped], 1):
+        f, d = factor(cases), drift(cases)
+        out.append(f"| {n} | {f'{f:.1f}x' if f else '-'} | {f'{d:+.0%}' if d is not None else '-'} "
+                   f"| {'judged' if judged else 'not judged'} |")
+    return "\n".join(out) + "\n\n"
+
+
+def section(title, boots, dropped=()):
+    cases = merge_boots(boots)
     info = find(cases, kind="info")
     kernel = info.get("kernel", "?") if info else "?"
-    return (f"{title}: `{kernel}`.\n\n" + calibration_text(cases) + "\n" + tables(cases)
-            + "\n### Targets\n\n" + targets(cases))
+    head = f"{title}: `{kernel}`.\n\n"
+    if len(boots) > 1 or dropped:
+        head += boots_text(boots, dropped) + "Medians: "
+    return (head + calibration_text(cases) + "\n" + tables(cases)
+            + "\n### Targets\n\n" + targets(boots))
 
 
 def main():
     args, logs = sys.argv[1:], []
+    if len(args) == 2 and args[0] == "--drift":
+        d = drift(parse(args[1]))
+        print("unknown" if d is None else f"{d:+.0%}")
+        sys.exit(1 if d is not None and abs(d) > MAX_DRIFT else 0)
     while args and args[0] in ("--stock", "--test"):
         if len(args) < 2:
             sys.exit(__doc__)
@@ -511,19 +736,26 @@ def main():
             sys.exit(f"no BENCH lines in {log}")
         for c in cases:
             c["boot"] = kernel
-        runs[kernel] = cases
+        runs.setdefault(kernel, []).append(cases)
     os.makedirs(out_dir, exist_ok=True)
     titles = {"stock": "Debian's own kernel, the production configuration",
               "test": "The test kernel, with KASAN, lockdep and kmemleak"}
     texts = {}
-    for kernel, cases in runs.items():
+    for kernel, boots in runs.items():
+        judged = [b for b in boots if drift(b) is None or abs(drift(b)) <= MAX_DRIFT]
+        dropped = [b for b in boots if not any(b is j for j in judged)]
+        if not judged:
+            sys.exit(f"every boot of the {kernel} kernel drifted by more than {MAX_DRIFT:.0%}: nothing to judge")
         with open(os.path.join(out_dir, f"bench-{kernel}.jsonl"), "w") as f:
-            for c in cases:
-                line = json.dumps(c, sort_keys=True)
-                print(line)
-                f.write(line + "\n")
-        plots(cases, out_dir, kernel)
-        texts[kernel] = section(titles[kernel], cases)
+            for n, cases in enumerate(boots, 1):
+                for c in cases:
+                    c["boot_number"] = n
+                    c["judged"] = any(cases is b for b in judged)
+                    line = json.dumps(c, sort_keys=True)
+                    print(line)
+                    f.write(line + "\n")
+        plots(merge_boots(judged), out_dir, kernel)
+        texts[kernel] = section(titles[kernel], judged, dropped)
         print()
         print(texts[kernel])
     if len(args) == 2:
@@ -539,6 +771,7 @@ def main():
         with open(md, "w") as f:
             f.write(doc)
         print(f"rewrote the figures of {', '.join(texts)} in {md}")
+
 
 if __name__ == "__main__":
     main()

@@ -1,27 +1,32 @@
 #!/bin/bash
 # make bench (not part of make check): registration timed in the emulated world.
 # the stock kernel (tests/stock/stock-world.sh --bench: Debian's kernel and the debs,
-# the production configuration) and the newest test kernel (KASAN, lockdep, kmemleak), each one
-# boot in the r580 x 24.x world with 1 GiB BARs; NVPM_BENCH_KERNELS="stock test" picks them. The
-# figures go to Documentation/perf/ and Documentation/performance.md (tests/bench/report.py),
-# only when every boot passed.
+# the production configuration; NVPM_BENCH_BOOTS boots, 3, judged together on the median of each
+# figure) and the newest test kernel (KASAN, lockdep, kmemleak; one boot), in the r580 x 24.x
+# world with 1 GiB BARs; NVPM_BENCH_KERNELS="stock test" picks them. The figures go to
+# Documentation/perf/ and Documentation/performance.md (tests/bench/report.py), only when every
+# boot passed. Its work goes to NVPM_WORK (default: the cache's work/).
 set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 top=$(cd "$here/.." && pwd)
 . "$here/kernel/env.sh"
-packages=$NVPM_CACHE/packages
+bench_work=${NVPM_WORK:-$NVPM_CACHE/work}
+packages=$bench_work/bench-packages
 bench_kernels=${NVPM_BENCH_KERNELS:-stock test}
 bench_logs=()
 if [[ " $bench_kernels " == *" stock "* ]]; then
 	"$here/kernel/setup-host.sh" || die "host setup failed"
 	refresh_lists || say "cannot refresh the Debian package lists; the cached ones are used"
-	"$here/packaging/build-packages.sh" "$packages" >"$NVPM_CACHE/bench-packages.out" 2>&1 ||
-		die "building the packages failed: $NVPM_CACHE/bench-packages.out"
-	"$here/stock/stock-world.sh" --bench "$packages" 2>&1 | tee "$NVPM_CACHE/stock-bench.out"
-	if [ "${PIPESTATUS[0]}" != 0 ] || ! grep -qx 'PASS stock:bench-vm' "$NVPM_CACHE/stock-bench.out"; then
-		die "the stock kernel's bench failed (see $NVPM_CACHE/work/stock-bench/): Documentation/ left as it was"
+	mkdir -p "$bench_work"
+	"$here/packaging/build-packages.sh" "$packages" >"$bench_work/bench-packages.out" 2>&1 ||
+		die "building the packages failed: $bench_work/bench-packages.out"
+	"$here/stock/stock-world.sh" --bench "$packages" 2>&1 | tee "$bench_work/stock-bench.out"
+	if [ "${PIPESTATUS[0]}" != 0 ] || ! grep -qx 'PASS stock:bench-vm' "$bench_work/stock-bench.out"; then
+		die "the stock kernel's bench failed (see $bench_work/stock-bench/): Documentation/ left as it was"
 	fi
-	bench_logs+=(--stock "$NVPM_CACHE/work/stock-bench/boot-bench/console.log")
+	while read -r console; do
+		bench_logs+=(--stock "$console")
+	done <"$bench_work/stock-bench/bench-boots.txt"
 fi
 if [[ " $bench_kernels " == *" test "* ]]; then
 	KLINE=${NVPM_KLINES:-7}
