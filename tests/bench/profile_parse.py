@@ -49,9 +49,10 @@ def parse_profile(lines):
 CORE_WRAPPERS = ("fake_client_acquire", "fake_client_release_ctx", "fake_client_put")
 
 
-def phase_bounds(roots):
-    """The bench loop's phases as [(start, end)] timestamps (us), from its ktime reads (the
-    reads before the core's acquire, the run's start, are not phases); [] without timestamps."""
+def loop_calls(roots):
+    """The bench loop's calls from the ktime read just before the core's acquire, which starts
+    the timed iteration (the reads before it, the run's start, are not phases); [] without a
+    loop."""
     root = next((r for r in roots if r.name == "fake_bench"), None)
     if not root:
         return []
@@ -60,7 +61,13 @@ def phase_bounds(roots):
         return []
     while first > 0 and not root.children[first - 1].name.startswith("ktime_get"):
         first -= 1
-    reads = [c.ts for c in root.children[max(first - 1, 0):] if c.name.startswith("ktime_get")]
+    return root.children[max(first - 1, 0):]
+
+
+def phase_bounds(roots):
+    """The bench loop's phases as [(start, end)] timestamps (us), from its ktime reads (the
+    reads before the core's acquire, the run's start, are not phases); [] without timestamps."""
+    reads = [c.ts for c in loop_calls(roots) if c.name.startswith("ktime_get")]
     if any(t is None for t in reads):
         return []
     return list(zip(reads, reads[1:]))
@@ -108,18 +115,8 @@ def registry_lock(roots, lines, names):
 def profile_phases(roots, names):
     """The bench loop's calls parted by its ktime reads into the phases NAMES:
     [(phase, {callee: [calls, us]}, phase us)]."""
-    root = next((r for r in roots if r.name == "fake_bench"), None)
-    if not root:
-        return []
-    # The loop times one iteration from the ktime read just before the core's acquire; the
-    # reads before it (the run's start) are not phases.
-    first = next((i for i, c in enumerate(root.children) if c.name == "fake_client_acquire"), None)
-    if first is None:
-        return []
-    while first > 0 and not root.children[first - 1].name.startswith("ktime_get"):
-        first -= 1
     phases, cur, cur_us, start = [], None, 0.0, None
-    for c in root.children[max(first - 1, 0):]:
+    for c in loop_calls(roots):
         if c.name.startswith("ktime_get"):
             if cur is not None:
                 # With timestamps, the phase is the time between the ktime reads (its untraced
