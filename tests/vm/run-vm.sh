@@ -144,6 +144,32 @@ fi
 # -vga none: no display adapter. With QEMU's default VGA the stock kernel binds bochs-drm, whose
 # vblank wait times out on a slow TCG machine and WARNs (drm_crtc_wait_one_vblank, CI of bb445d8,
 # 2026-11-28, in stock-purge): a report from the machine, not from the module.
+# At most NVPM_VM_MAX machines at a time on this host (default: two a core), whoever starts them:
+# the runner's boots hold its VM slots, but the worlds (stock, secureboot, upgrade, flavours)
+# boot machines of their own beside their chroot work. Unbounded, a warm make check reached six
+# QEMUs at load 12 on 2 cores, and the stock world's first boot starved in early boot (udev at
+# 980 s, soft lockups, no root disk; make check of 159efe7, 2026-11-29). Each machine holds a
+# lock on one of NVPM_VM_MAX files in NVPM_VM_SLOT_DIR while it runs; waiting does not count
+# against its time limit.
+take_machine_slot() {
+	local dir=${NVPM_VM_SLOT_DIR:-/tmp/nv_peer_mem-rs-vm-slots} max=${NVPM_VM_MAX:-$((2 * $(nproc)))} i said=
+	if ! mkdir -p "$dir" 2>/dev/null || [ ! -w "$dir" ]; then
+		echo "vm: $dir is not writable: no limit on machines" >&2
+		return 0
+	fi
+	while :; do
+		for ((i = 1; i <= max; i++)); do
+			exec {slot_fd}>>"$dir/slot-$i"
+			if flock -n "$slot_fd"; then
+				[ -z "$said" ] || echo "vm: got machine slot $i after $((SECONDS - said)) s" >&2
+				return 0
+			fi
+			exec {slot_fd}>&-
+		done
+		[ -n "$said" ] || { said=$SECONDS; echo "vm: $max machines running on this host: waiting for one to end" >&2; }
+		sleep 3
+	done
+}
 boot_once() {
 	[ -z "${NVPM_VM_UEFI:-}" ] || cp "$NVPM_VM_UEFI/vars.fd" "$work/vars.fd"
 	start=$SECONDS
@@ -168,6 +194,7 @@ boot_once() {
 emulator_crash() {
 	grep -q 'Oops: int3' "$log" && ! grep 'Modules linked in:' "$log" | grep -q 'in: *[a-z]'
 }
+take_machine_slot
 boot_once
 if emulator_crash; then
 	mv "$log" "$work/console-emulator-crash.log"
