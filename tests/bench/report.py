@@ -232,10 +232,45 @@ def own_work(cases, layout, size):
             best(cases, kind="floor", layout="model-off-" + layout, size=size))
 
 
+def paced(cases, **kw):
+    """(median, runs) of the matching runs' own work against the fake's time in NVIDIA's calls in
+    the same run, or None: with the cost model off both are work the emulator runs in the same
+    moments, so the emulator's speed, which swings by up to 2x between runs, divides out."""
+    rs = [c["overhead_ns"] / c["nvidia_ns"] for c in matching(cases, **kw) if c.get("nvidia_ns")]
+    return (statistics.median(rs), len(rs)) if rs else None
+
+
+def live_paced(cases):
+    """(change, text) of the module's own work with 10 000 live against 1, each run's against the
+    fake's time in it (the cost model off), or None for a log without those cases. The 10 000 are
+    judged against the mean of the single case before and after; the floor, which keeps no
+    registry, is the control: had the fake slowed with the 10 000 pins it holds, which would hide
+    a module that slowed, the floor's ratio would fall."""
+    names = [f"live-{n}-model-off" for n in ("1", "10000", "1-after")]
+    mod = [paced(cases, kind="module", case=n) for n in names]
+    flo = [paced(cases, kind="floor", layout=n) for n in names]
+    if not (mod[0] and mod[1]):
+        return None
+
+    def change(v):
+        base = (v[0][0] + v[2][0]) / 2 if v[2] else v[0][0]
+        return v[1][0] / base - 1
+
+    r = change(mod)
+    ratios = " / ".join(f"{v[0]:.3f}" for v in mod if v)
+    text = (f"{r:+.1%} (its own work per unit of the fake's time in the same run, the median of "
+            f"{mod[1][1]} runs each: {ratios} for 1 live, 10 000, 1 after)")
+    if all(flo[:2]):
+        text += f"; the floor's own part, so measured: {change(flo):+.1%}"
+    return r, text
+
+
 def live_change(cases, suffix):
     """(change of the module's own part with 10 000 live against 1, text) or None: judged against
     the mean of the single case before and after the 10 000 (a steady drift cancels), with the
     floor's own part beside it as the control."""
+    if suffix == "-model-off" and len(matching(cases, kind="module", case="live-10000" + suffix)) > 3:
+        return live_paced(cases)
     (l1, f1), (l2, f2), (l3, f3) = live_cases(cases, suffix)
     if not (l1 and l2):
         return None
