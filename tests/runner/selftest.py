@@ -131,7 +131,73 @@ def main() -> int:
         ok = (not res["build"].ok and not res["boot"].ok and "not run: world:7 exited 1" in res["boot"].detail
               and not res["03-register-dma"].ok)
         verdict("missing-job-result", ok, str({n: (r.ok, r.detail) for n, r in res.items()}))
+        vm_harness(tmp)
     return failed
+
+
+# A stand-in for QEMU (tests/vm/run-vm.sh runs qemu-system-x86_64 from PATH): it numbers its
+# boots, notes when each starts and ends, and prints the console log STUB_MODE asks for.
+STUB_QEMU = r"""#!/bin/bash
+exec 9>>"$STUB_DIR/lock"
+flock 9; n=$(($(cat "$STUB_DIR/boots" 2>/dev/null || echo 0) + 1)); echo $n >"$STUB_DIR/boots"
+echo "start $n" >>"$STUB_DIR/events"; flock -u 9
+case $STUB_MODE:$n in
+int3:1) printf 'clocksource: Switched to clocksource tsc\nOops: int3: 0000 [#1] SMP\nModules linked in:\n'; exit 0 ;;
+int3-module:*) printf 'Oops: int3: 0000 [#1] SMP\nModules linked in: nv_peer_mem fake_ib_core\n'; exit 0 ;;
+esac
+sleep "${STUB_SLEEP:-0}"
+printf 'VM-READY kernel 7.3.4 nvidia r580 ib_core 24.x\n=== BEGIN boot\nok - booted\n=== END boot rc=0\n'
+printf '=== BEGIN 05-x\nok - one\n=== END 05-x rc=0\nVM-DONE\n'
+flock 9; echo "end $n" >>"$STUB_DIR/events"
+"""
+
+
+def vm_harness(tmp: Path) -> None:
+    """run-vm.sh itself, on a stand-in QEMU: a boot that met the emulator's int3 before any module
+    was loaded is made again, once; one with a module loaded is judged as it is; and no more
+    machines run at once than NVPM_VM_MAX allows."""
+    import os
+    bindir, stub = tmp / "bin", tmp / "stub"
+    for d in (bindir, stub, tmp / "bars"):
+        d.mkdir(exist_ok=True)
+    for g in (0, 1):
+        (tmp / "bars" / f"gpu{g}.img").write_bytes(b"")
+    qemu = bindir / "qemu-system-x86_64"
+    qemu.write_text(STUB_QEMU)
+    qemu.chmod(0o755)
+
+    def boot(mode: str, name: str, extra=None) -> subprocess.Popen:
+        env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}", "STUB_DIR": str(stub),
+               "STUB_MODE": mode, "NVPM_VM_SLOT_DIR": str(tmp / "slots"), **(extra or {})}
+        return subprocess.Popen([str(TESTS / "vm/run-vm.sh"), str(tmp / "kbuild"), str(tmp / "initrd"),
+                                 str(tmp / name), "05-x"], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+
+    def fresh():
+        for f in ("boots", "events"):
+            (stub / f).unlink(missing_ok=True)
+
+    fresh()
+    out, err = boot("int3", "vm-int3").communicate()
+    boots = (stub / "boots").read_text().strip()
+    verdict("emulator-crash-retried", "PASS 05-x" in out and boots == "2" and "booting again, once" in err
+            and (tmp / "vm-int3/console-emulator-crash.log").exists(),
+            f"boots {boots}; run-vm.sh said {out!r} {err[-300:]!r}")
+    fresh()
+    out, err = boot("int3-module", "vm-int3-module").communicate()
+    boots = (stub / "boots").read_text().strip()
+    verdict("emulator-crash-with-module-judged", "FAIL 05-x" in out and boots == "1",
+            f"boots {boots}; run-vm.sh said {out!r} {err[-300:]!r}")
+    fresh()
+    ps = [boot("ok", f"vm-limit-{i}", {"NVPM_VM_MAX": "2", "STUB_SLEEP": "2"}) for i in range(4)]
+    outs = [p.communicate()[0] for p in ps]
+    running = most = 0
+    events = (stub / "events").read_text().split()
+    for word in events[::2]:
+        running += 1 if word == "start" else -1
+        most = max(most, running)
+    verdict("machine-limit", most == 2 and all("PASS 05-x" in o for o in outs),
+            f"at most {most} machines at once with NVPM_VM_MAX=2 (events {events}); outputs {outs}")
 
 
 if __name__ == "__main__":
