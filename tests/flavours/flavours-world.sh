@@ -36,26 +36,10 @@ packages=$(cd "$1" && pwd)
 work=${NVPM_WORK:-$NVPM_CACHE/work}/flavours
 root=$work/root
 log=$work/flavours.log
-failed=0
-prefix=flavours
-result() { # result PASS|FAIL check [detail]
-	echo "$1 $prefix:$2${3:+: $3}"
-	[ "$1" = PASS ] || failed=1
-}
-fatal() { result FAIL "$1" "$2"; exit 1; }
 # shellcheck source=../stock/machine.sh
 . "$stock/machine.sh"
 start_all=$SECONDS
-
-unmount_all() { unmount_under "$work"; }
-trap unmount_all EXIT
-unmount_all
-rm -rf --one-file-system "$work"
-mkdir -p "$work"
-: >"$log"
-
-base=$("$stock/prepare-root.sh" 2>>"$log") || fatal root "preparing the Debian 13 root failed: $(tail -n 1 "$log")"
-kver=$(cat "$base/.kver")
+world_begin flavours
 flavours=(cloud rt)
 say "flavours world: Debian's ${kver%-amd64}-{cloud,rt}-amd64 beside $kver"
 mkdir -p "$work/upper" "$work/over" "$root"

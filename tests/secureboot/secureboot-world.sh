@@ -30,24 +30,11 @@ work=${NVPM_WORK:-$NVPM_CACHE/work}/secureboot
 root=$work/root
 tools=$work/tools/root
 log=$work/secureboot.log
-failed=0
-result() { # result PASS|FAIL check [detail]
-	echo "$1 secureboot:$2${3:+: $3}"
-	[ "$1" = PASS ] || failed=1
-}
-fatal() { result FAIL "$1" "$2"; exit 1; }
 # shim's own GUID: the owner mokutil --import gives the keys it adds to MokList.
 shim_guid=605dab50-e046-4300-abb6-3dd810dd8b23
-
-unmount_all() { unmount_under "$work"; }
-trap unmount_all EXIT
-unmount_all
-rm -rf --one-file-system "$work"
-mkdir -p "$work/share"
-: >"$log"
-
-base=$("$stock/prepare-root.sh" 2>>"$log") || fatal root "preparing the Debian 13 root failed: $(tail -n 1 "$log")"
-kver=$(cat "$base/.kver")
+# shellcheck source=../stock/machine.sh
+. "$stock/machine.sh"
+world_begin secureboot share
 say "secure boot world: Debian's $kver"
 
 # --- the tools: an overlay of the prepared root (a copy where overlays cannot be mounted) -----

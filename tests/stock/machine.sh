@@ -1,7 +1,33 @@
-# shellcheck shell=bash disable=SC2154 # top, root, log: the sourcing script's
-# What the worlds built on the stock root (tests/stock/, tests/secureboot/, tests/flavours/)
-# share. Sourced, after tests/kernel/env.sh, by a script that sets:
-#   top   the repository;  root  the world's root (a copy of prepare-root.sh's);  log  its log.
+# shellcheck shell=bash disable=SC2154,SC2034 # top, root, log, work: the sourcing script's; kver, failed: its to read
+# What the worlds built on the stock root (tests/stock/, tests/secureboot/, tests/flavours/,
+# tests/upgrade/) share. Sourced, after tests/kernel/env.sh, by a script that sets:
+#   top   the repository;  work  its work directory;  log  its log;
+#   root  the world's root (a copy of prepare-root.sh's), before the functions that use it run.
+
+# world_begin PREFIX [SUBDIR...]: what every world does first. Its results print as
+# "PASS|FAIL PREFIX:<check>[: <why>]" (result, fatal; failed=1 once one failed); whatever is
+# mounted under work is undone now and at exit (unmount_all); work is emptied, SUBDIRs made in
+# it, and the log begun; base is the prepared Debian 13 root (prepare-root.sh, the archive's
+# packages only) and kver its kernel's release.
+world_begin() {
+	prefix=$1
+	shift
+	failed=0
+	trap unmount_all EXIT
+	unmount_all
+	rm -rf --one-file-system "$work"
+	mkdir -p "$work" "${@/#/$work/}"
+	: >"$log"
+	base=$("$top/tests/stock/prepare-root.sh" 2>>"$log") ||
+		fatal root "preparing the Debian 13 root failed: $(tail -n 1 "$log")"
+	kver=$(cat "$base/.kver")
+}
+result() { # result PASS|FAIL check [detail]
+	echo "$1 $prefix:$2${3:+: $3}"
+	[ "$1" = PASS ] || failed=1
+}
+fatal() { result FAIL "$1" "$2"; exit 1; }
+unmount_all() { unmount_under "$work"; }
 
 # Completed Rust trees are kept between runs, as the test kernels are: a tree completed by this
 # very scripts/rust-tree.sh is put back into the root's cache before the install that needs it.

@@ -36,22 +36,11 @@ work=${NVPM_WORK:-$NVPM_CACHE/work}/stock
 [ -z "$bench" ] || work=$work-bench
 root=$work/root
 log=$work/stock.log
-failed=0
-result() { # result PASS|FAIL check [detail]
-	echo "$1 stock:$2${3:+: $3}"
-	[ "$1" = PASS ] || failed=1
-}
-fatal() { result FAIL "$1" "$2"; exit 1; }
-
-unmount_all() { unmount_under "$work"; }
-trap unmount_all EXIT
-unmount_all
-rm -rf --one-file-system "$work"
-mkdir -p "$work"
-: >"$log"
-
-base=$("$here/prepare-root.sh" 2>>"$log") || fatal root "preparing the Debian 13 root failed: $(tail -n 1 "$log")"
-kver=$(cat "$base/.kver")
+# world_begin, and the Rust trees kept between runs (seed_tree, keep_tree): what the worlds on
+# the stock root share.
+# shellcheck source=machine.sh
+. "$here/machine.sh"
+world_begin stock
 say "stock world: Debian's $kver"
 # Its contents ("$base/."): $base may be a symbolic link to a shared cache's root, and cp -a
 # "$base" would copy the link, so that everything below ran in the shared root (2026-11-28).
@@ -109,10 +98,6 @@ if [ -z "$bench" ]; then
 	umount "$root/mnt/ro" "$root/mnt/small"
 fi
 
-# Completed Rust trees are kept between runs (seed_tree, keep_tree: machine.sh, which the other
-# worlds on the stock root share).
-# shellcheck source=machine.sh
-. "$here/machine.sh"
 # doc_figures RELEASE: the figures install.md gives a user to plan disk by, against this run's
 # tree: its size and the peak while it is completed, each within 25 % (times are never judged).
 doc_figures() {

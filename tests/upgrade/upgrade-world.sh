@@ -27,23 +27,10 @@ fi
 packages=$(cd "$1" && pwd)
 work=${NVPM_WORK:-$NVPM_CACHE/work}/upgrade
 log=$work/upgrade.log
-failed=0
-result() { # result PASS|FAIL check [detail]
-	echo "$1 upgrade:$2${3:+: $3}"
-	[ "$1" = PASS ] || failed=1
-}
-fatal() { result FAIL "$1" "$2"; exit 1; }
 t0=$SECONDS
-
-unmount_all() { unmount_under "$work"; }
-trap unmount_all EXIT
-unmount_all
-rm -rf --one-file-system "$work"
-mkdir -p "$work"
-: >"$log"
-
-base=$("$stock/prepare-root.sh" 2>>"$log") || fatal root "preparing the Debian 13 root failed: $(tail -n 1 "$log")"
-kver=$(cat "$base/.kver")
+# shellcheck source=../stock/machine.sh
+. "$stock/machine.sh"
+world_begin upgrade
 version=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' "$top/dkms.conf")
 say "upgrade world: Debian's $kver, 1.3 -> $version"
 debs=("$packages"/deb/nvidia-peer-memory-dkms_*_all.deb "$packages"/deb/nvidia-peer-memory_*_all.deb)
