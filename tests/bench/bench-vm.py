@@ -475,7 +475,7 @@ def live_cases(name):
 # in NVIDIA's calls, the same work each run, went from 21 to 58 us in one boot of 2026-11-29):
 # the cost model off's runs of these cases are many and short, and each run's module work is
 # judged against the fake's time in that same run.
-LIVE_RUNS = 9
+LIVE_RUNS = 25
 live_cases("1")
 model_off(live_cases, "1-model-off", runs=LIVE_RUNS)
 # The same 10 000 registrations measure the bytes the module holds from the allocator: the growth

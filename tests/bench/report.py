@@ -534,7 +534,9 @@ def tables(cases):
                    "beside the module's is the machine's (NVIDIA's lists, caches, the emulator's TLB). The "
                    "10 000 are judged against the mean of the single case before and after them, which "
                    "cancels a steady drift of the emulator's speed; with the cost model off, on the module's "
-                   "own work alone.\n")
+                   "own work alone, each run's against the fake's own time in NVIDIA's calls in that run "
+                   "(the emulator's speed swings by up to 2x from one run to the next; the table shows the "
+                   "run with the least overhead).\n")
     inv = [c for c in cases if c.get("kind") == "invalidate"]
     if inv:
         out.append("### Invalidation latency (cudaFree until the free callback returned)\n")
