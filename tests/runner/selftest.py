@@ -6,6 +6,7 @@ the right name. Runs the real runner (execute.py) on small jobs, and the real ju
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -156,7 +157,6 @@ def vm_harness(tmp: Path) -> None:
     """run-vm.sh itself, on a stand-in QEMU: a boot that met the emulator's int3 before any module
     was loaded is made again, once; one with a module loaded is judged as it is; and no more
     machines run at once than NVPM_VM_MAX allows."""
-    import os
     bindir, stub = tmp / "bin", tmp / "stub"
     for d in (bindir, stub, tmp / "bars"):
         d.mkdir(exist_ok=True)

@@ -91,8 +91,8 @@ def expect_race(unloaded=0):
     callbacks = outcome("callbacks")
     # PREEMPT_RT (the rt flavour's boot): fewer frees land inside a registration there, as low
     # as 3 of 500 in reg-free (1 run in 5, 2026-11-28) and 1 of 500 (2026-11-29). One
-    # invalidation still shows the race ran, as in dereg-free. (Mainline PREEMPT_RT says so in uname -v, as flavour-kernel checks;
-    # /sys/kernel/realtime was the out-of-tree patch's.)
+    # invalidation still shows the race ran, as in dereg-free. (Mainline PREEMPT_RT says so in
+    # uname -v, as flavour-kernel checks; /sys/kernel/realtime was the out-of-tree patch's.)
     low_inval = 1 if "PREEMPT_RT" in os.uname().version else low
     expect("setup_reg_failed", "-eq", 0)
     expect("free_ok", "-eq", 2 * ITERS if this_race == "many" else ITERS)
